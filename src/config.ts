@@ -1,0 +1,239 @@
+/**
+ * The one place that reads the environment. Every variable is validated at start; a bad value stops the
+ * process with a message naming the variable, the value and what is expected, before anything is written.
+ */
+import ms from 'ms';
+import { z } from 'zod';
+import { MAX_OWNER_CONCURRENCY, type CycleDefaults } from './domain/cycle';
+import { parseThresholdList, thresholdProblems } from './domain/thresholds';
+import { TASK_QUEUE } from './names';
+
+/** Validated configuration of every entry point. */
+export interface Config {
+  /** The worker's (and the relay's) connection; required by the processes that touch the database. */
+  databaseUrl?: string;
+  /** Owner connection for migrations; defaults to `databaseUrl`. */
+  migrationDatabaseUrl?: string;
+  databasePoolSize: number;
+  /** Passwords `migrate` sets on the two roles it creates, when given (local stacks; production sets them elsewhere). */
+  rolePasswords: { worker?: string; relay?: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    apiKey?: string;
+    tls?: { serverName?: string; caPath?: string; certPath?: string; keyPath?: string };
+  };
+  cycle: CycleDefaults;
+  schedule: { intervalMs: number; offsetMs: number };
+  logLevel: string;
+}
+
+/** Thrown for invalid configuration; `problems` holds one sentence per bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The exit code of a process stopped by bad configuration (sysexits EX_CONFIG). */
+export const CONFIG_EXIT_CODE = 78;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const durationText = (example: string) =>
+  z.string().transform((text, ctx) => {
+    const value = /^\s*\d+(\.\d+)?\s*[a-z]+\s*$/i.test(text) ? ms(text as ms.StringValue) : undefined;
+    if (value === undefined || !Number.isFinite(value) || value <= 0) {
+      ctx.addIssue({ code: 'custom', message: `expected a positive duration with a unit (ms, s, m, h, d), e.g. ${example}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+const durationOrZero = (example: string) =>
+  z.string().transform((text, ctx) => {
+    if (/^\s*0\s*[a-z]*\s*$/i.test(text)) return 0;
+    const value = /^\s*\d+(\.\d+)?\s*[a-z]+\s*$/i.test(text) ? ms(text as ms.StringValue) : undefined;
+    if (value === undefined || !Number.isFinite(value) || value < 0) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration with a unit (ms, s, m, h, d), e.g. ${example}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+const wholeNumber = (min: number, max: number) =>
+  z.string().transform((text, ctx) => {
+    const value = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      ctx.addIssue({ code: 'custom', message: `expected a whole number from ${min} to ${max}` });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+const postgresUrl = z.string().refine((text) => {
+  try {
+    return ['postgres:', 'postgresql:'].includes(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}, 'expected a URL such as postgres://user:password@host:5432/database');
+
+const thresholds = z.string().transform((text, ctx) => {
+  const list = parseThresholdList(text);
+  const problems = thresholdProblems(list);
+  if (problems.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${problems.join('; ')}; expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0`,
+    });
+    return z.NEVER;
+  }
+  return list;
+});
+
+const boolText = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** Each variable with its default, as documented in the README. */
+const schema = z.object({
+  DATABASE_URL: postgresUrl.optional(),
+  MIGRATION_DATABASE_URL: postgresUrl.optional(),
+  DATABASE_POOL_SIZE: wholeNumber(1, 200).default(20),
+  EXPIRY_REMINDER_WORKER_PASSWORD: z.string().min(1).optional(),
+  OUTBOX_RELAY_PASSWORD: z.string().min(1).optional(),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:7233')
+    .default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().regex(/^\S+$/, 'expected a namespace name').default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().regex(/^\S+$/, 'expected a task queue name').default(TASK_QUEUE),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  TEMPORAL_TLS: boolText.optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+  REMINDER_THRESHOLDS_DAYS: thresholds.default([30, 7, 1, 0]),
+  REMINDER_BATCH_SIZE: wholeNumber(1, 10_000).default(500),
+  REMINDER_RETENTION_DAYS: wholeNumber(0, 36_500).default(90),
+  REMINDER_MAX_RUN_DURATION: durationText('10m').default(10 * 60_000),
+  REMINDER_POLLING_INTERVAL: durationText('24h').default(24 * 3_600_000),
+  REMINDER_POLLING_OFFSET: durationOrZero('3h').default(3 * 3_600_000),
+  REMINDER_OWNER_CONCURRENCY: wholeNumber(1, MAX_OWNER_CONCURRENCY).default(50),
+  REMINDER_MAX_HISTORY_EVENTS: wholeNumber(100, 40_000).default(9_000),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+});
+
+/** Hides the password of a connection URL so it can be shown in messages and logs. */
+export function redactUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return text.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return '(unset)';
+  if (name === 'TEMPORAL_API_KEY' || name.endsWith('_PASSWORD')) return '"***"';
+  if (name.endsWith('DATABASE_URL')) return JSON.stringify(redactUrl(value));
+  return JSON.stringify(value);
+}
+
+/**
+ * Reads and validates the configuration.
+ *
+ * Empty variables count as unset, so `FOO=` in a compose file falls back to the default.
+ * @throws ConfigError naming every bad variable at once.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') raw[key] = value;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return `${name}=${shown(name, raw[name])}: ${issue.message}`;
+    });
+    throw new ConfigError(problems);
+  }
+  const v = parsed.data;
+  if (v.REMINDER_POLLING_OFFSET >= v.REMINDER_POLLING_INTERVAL) {
+    throw new ConfigError([
+      `REMINDER_POLLING_OFFSET=${shown('REMINDER_POLLING_OFFSET', raw.REMINDER_POLLING_OFFSET)}: expected less than REMINDER_POLLING_INTERVAL (${ms(v.REMINDER_POLLING_INTERVAL)})`,
+    ]);
+  }
+  const anyTls =
+    v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
+  if (Boolean(v.TEMPORAL_TLS_CERT_PATH) !== Boolean(v.TEMPORAL_TLS_KEY_PATH)) {
+    throw new ConfigError([
+      'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither',
+    ]);
+  }
+  return {
+    databaseUrl: v.DATABASE_URL,
+    migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,
+    databasePoolSize: v.DATABASE_POOL_SIZE,
+    rolePasswords: { worker: v.EXPIRY_REMINDER_WORKER_PASSWORD, relay: v.OUTBOX_RELAY_PASSWORD },
+    temporal: {
+      address: v.TEMPORAL_ADDRESS,
+      namespace: v.TEMPORAL_NAMESPACE,
+      taskQueue: v.TEMPORAL_TASK_QUEUE,
+      apiKey: v.TEMPORAL_API_KEY,
+      tls: anyTls
+        ? {
+            serverName: v.TEMPORAL_TLS_SERVER_NAME,
+            caPath: v.TEMPORAL_TLS_CA_PATH,
+            certPath: v.TEMPORAL_TLS_CERT_PATH,
+            keyPath: v.TEMPORAL_TLS_KEY_PATH,
+          }
+        : undefined,
+    },
+    cycle: {
+      thresholdsDays: v.REMINDER_THRESHOLDS_DAYS,
+      batchSize: v.REMINDER_BATCH_SIZE,
+      retentionDays: v.REMINDER_RETENTION_DAYS,
+      maxRunDurationMs: v.REMINDER_MAX_RUN_DURATION,
+      ownerConcurrency: v.REMINDER_OWNER_CONCURRENCY,
+      maxHistoryEvents: v.REMINDER_MAX_HISTORY_EVENTS,
+    },
+    schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
+    logLevel: v.LOG_LEVEL,
+  };
+}
+
+/** The database URL a process needs, or a ConfigError saying which variable to set. */
+export function requireDatabaseUrl(config: Config, purpose: 'worker' | 'migrate'): string {
+  const url = purpose === 'migrate' ? config.migrationDatabaseUrl : config.databaseUrl;
+  if (!url) {
+    throw new ConfigError([
+      purpose === 'migrate'
+        ? 'MIGRATION_DATABASE_URL (or DATABASE_URL)=(unset): expected the owner connection, e.g. postgres://postgres:password@127.0.0.1:5432/profile'
+        : 'DATABASE_URL=(unset): expected the worker connection, e.g. postgres://expiry_reminder_worker:password@127.0.0.1:5432/profile',
+    ]);
+  }
+  return url;
+}
+
+/**
+ * Runs an entry point's start-up, turning a ConfigError into a readable message and exit code 78.
+ * Anything else is re-thrown for the entry point to handle.
+ */
+export function exitOnConfigError<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(CONFIG_EXIT_CODE);
+    }
+    throw err;
+  }
+}

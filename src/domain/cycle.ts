@@ -1,0 +1,146 @@
+/**
+ * The cycle's contracts (SPEC §3.4, §5): workflow input, resolved settings, the result, and the pure
+ * rules that merge a run's overrides into the worker's defaults. Shared by workflow and activity code,
+ * so nothing here may touch Node APIs.
+ */
+import { isIsoDate, thresholdProblems, utcDate } from './thresholds';
+
+/** Workflow input: every field optional, each overrides the worker's configuration for this run. */
+export interface CycleInput {
+  /** The cycle's instant (ISO 8601) or date (`YYYY-MM-DD`, read as midnight UTC). Default: the cycle's start. */
+  asOf?: string;
+  thresholdsDays?: number[];
+  batchSize?: number;
+  retentionDays?: number;
+  maxRunDurationMs?: number;
+  /** Owner transactions in flight at once. */
+  ownerConcurrency?: number;
+  /** History events one run may use before it continues as new. */
+  maxHistoryEvents?: number;
+  /** Set only by the workflow itself when it continues as new. */
+  continuation?: CycleContinuation;
+}
+
+/** Settings a cycle runs with, fixed at its start and recorded in history. */
+export interface CycleSettings {
+  asOf: string;
+  asOfDate: string;
+  thresholdsDays: number[];
+  batchSize: number;
+  retentionDays: number;
+  maxRunDurationMs: number;
+  ownerConcurrency: number;
+  maxHistoryEvents: number;
+}
+
+/** The worker's configured defaults for the overridable settings. */
+export type CycleDefaults = Omit<CycleSettings, 'asOf' | 'asOfDate'>;
+
+/** Keyset position: the last `(expires_at, id)` a page returned. */
+export interface PageCursor {
+  expiresAt: string;
+  id: string;
+}
+
+export interface CycleCounts {
+  remindersSent: number;
+  ownersNotified: number;
+  skippedAlreadyMarked: number;
+  failedOwners: number;
+  ownersProcessed: number;
+  pages: number;
+  documentsSeen: number;
+}
+
+/** State carried from one run of a cycle to the next when it continues as new. */
+export interface CycleContinuation {
+  settings: CycleSettings;
+  startedAtMs: number;
+  /** Where the next page starts; null before the first page. */
+  cursor: PageCursor | null;
+  counts: CycleCounts;
+  runs: number;
+}
+
+export type CycleStatus = 'completed' | 'time-limit' | 'cancelled';
+
+/** SPEC §3.4, camelCase. */
+export interface CycleResult extends CycleCounts {
+  status: CycleStatus;
+  jobRunId: string;
+  asOf: string;
+  thresholdsDays: number[];
+  pruned: number;
+  durationMs: number;
+  /** Runs of the workflow this cycle used (more than one when it continued as new). */
+  runs: number;
+}
+
+export const ZERO_COUNTS: CycleCounts = {
+  remindersSent: 0,
+  ownersNotified: 0,
+  skippedAlreadyMarked: 0,
+  failedOwners: 0,
+  ownersProcessed: 0,
+  pages: 0,
+  documentsSeen: 0,
+};
+
+/** Upper bound on owner activities in flight: the SDK allows 2,000 pending, we stay well below. */
+export const MAX_OWNER_CONCURRENCY = 500;
+
+function wholeNumberProblem(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): string[] {
+  return Number.isSafeInteger(value) && value >= min && value <= max
+    ? []
+    : [`${name}=${JSON.stringify(value)}: expected a whole number from ${min} to ${max}`];
+}
+
+/**
+ * Merges a run's overrides into the defaults and validates the result.
+ *
+ * @param defaultAsOf the instant to use when the input has no `asOf` (the cycle's start).
+ * @returns the settings, or the list of problems (each naming the field, the value and what is expected).
+ */
+export function resolveCycleSettings(
+  defaults: CycleDefaults,
+  input: CycleInput,
+  defaultAsOf: Date,
+): { ok: true; settings: CycleSettings } | { ok: false; problems: string[] } {
+  const problems: string[] = [];
+  let asOf = defaultAsOf.toISOString();
+  if (input.asOf !== undefined) {
+    const text = String(input.asOf);
+    const instant = isIsoDate(text) ? new Date(`${text}T00:00:00Z`) : new Date(text);
+    if (Number.isNaN(instant.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
+      problems.push(`asOf=${JSON.stringify(input.asOf)}: expected a date YYYY-MM-DD or an ISO 8601 instant`);
+    } else {
+      asOf = instant.toISOString();
+    }
+  }
+  const thresholdsDays = input.thresholdsDays ?? defaults.thresholdsDays;
+  if (!Array.isArray(thresholdsDays)) {
+    problems.push(`thresholdsDays=${JSON.stringify(thresholdsDays)}: expected an array of whole numbers`);
+  } else {
+    for (const p of thresholdProblems(thresholdsDays)) {
+      problems.push(`thresholdsDays=${JSON.stringify(thresholdsDays)}: ${p} (e.g. [30, 7, 1, 0])`);
+    }
+  }
+  const settings: CycleSettings = {
+    asOf,
+    asOfDate: utcDate(new Date(asOf)),
+    thresholdsDays,
+    batchSize: input.batchSize ?? defaults.batchSize,
+    retentionDays: input.retentionDays ?? defaults.retentionDays,
+    maxRunDurationMs: input.maxRunDurationMs ?? defaults.maxRunDurationMs,
+    ownerConcurrency: input.ownerConcurrency ?? defaults.ownerConcurrency,
+    maxHistoryEvents: input.maxHistoryEvents ?? defaults.maxHistoryEvents,
+  };
+  problems.push(
+    ...wholeNumberProblem('batchSize', settings.batchSize, 1, 10_000),
+    ...wholeNumberProblem('retentionDays', settings.retentionDays, 0, 36_500),
+    ...wholeNumberProblem('maxRunDurationMs', settings.maxRunDurationMs, 1),
+    ...wholeNumberProblem('ownerConcurrency', settings.ownerConcurrency, 1, MAX_OWNER_CONCURRENCY),
+    ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
+  );
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
+}

@@ -1,0 +1,64 @@
+/**
+ * Pure date and threshold arithmetic of SPEC §3. No I/O and no Node APIs: the workflow bundle, the
+ * configuration module and the SQL layer all share it.
+ */
+
+const DAY_MS = 86_400_000;
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** Problems with a thresholds list, as sentences; empty when the list is valid. */
+export function thresholdProblems(thresholds: readonly number[]): string[] {
+  const problems: string[] = [];
+  if (thresholds.length === 0) problems.push('the list is empty');
+  if (thresholds.some((t) => !Number.isSafeInteger(t) || t < 0)) {
+    problems.push('every threshold must be a whole number of days >= 0');
+  }
+  if (new Set(thresholds).size !== thresholds.length) problems.push('thresholds must be distinct');
+  for (let i = 1; i < thresholds.length; i++) {
+    if (thresholds[i] >= thresholds[i - 1]) {
+      problems.push('thresholds must be sorted in descending order');
+      break;
+    }
+  }
+  return problems;
+}
+
+/** Parses `30,7,1,0`; returns NaN entries for anything that is not a whole number so validation names it. */
+export function parseThresholdList(text: string): number[] {
+  if (text.trim() === '') return [];
+  return text.split(',').map((part) => (/^\s*\d+\s*$/.test(part) ? Number(part) : Number.NaN));
+}
+
+/** True when `text` is a real calendar date written as `YYYY-MM-DD`. */
+export function isIsoDate(text: string): boolean {
+  const m = DATE_RE.exec(text);
+  if (!m) return false;
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return d.toISOString().slice(0, 10) === text;
+}
+
+/** The UTC calendar date of an instant, as `YYYY-MM-DD`. */
+export function utcDate(instant: Date): string {
+  return instant.toISOString().slice(0, 10);
+}
+
+/** Whole days from `from` to `to` (both `YYYY-MM-DD`): DaysLeft when `from` is AsOfDate. */
+export function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS);
+}
+
+/** `date` moved by `days` (may be negative), as `YYYY-MM-DD`. */
+export function addDays(date: string, days: number): string {
+  return utcDate(new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS));
+}
+
+/** crossed(d): every threshold t with DaysLeft <= t. */
+export function crossedThresholds(daysLeft: number, thresholds: readonly number[]): number[] {
+  return thresholds.filter((t) => daysLeft <= t);
+}
+
+/** current(d): the most urgent crossed threshold, or undefined when the document is not due yet. */
+export function currentThreshold(daysLeft: number, thresholds: readonly number[]): number | undefined {
+  const crossed = crossedThresholds(daysLeft, thresholds);
+  return crossed.length === 0 ? undefined : Math.min(...crossed);
+}

@@ -1,0 +1,19 @@
+/**
+ * The names other systems and operators rely on (SPEC §4, §5). Everything that talks to Temporal, Kafka
+ * or the outbox takes its names from here, so a rename is one edit.
+ */
+export const TASK_QUEUE = 'document-expiry-reminder';
+export const WORKFLOW_TYPE = 'documentExpiryReminderCycle';
+export const SCHEDULE_ID = 'document-expiry-reminder';
+/** Prefix of the workflow ids the schedule starts; Temporal appends the action time. */
+export const SCHEDULED_WORKFLOW_ID = 'document-expiry-reminder-cycle';
+/** Prefix of the workflow ids started by hand with `cycle run`. */
+export const MANUAL_WORKFLOW_ID_PREFIX = 'document-expiry-reminder-manual';
+
+export const TOPIC = 'pin.profile.document-expiry-reminders.v1';
+export const EVENT_TYPE = 'DocumentExpiryReminderKafkaEvent';
+export const CONTRACT_VERSION = 1;
+export const AGGREGATE_TYPE = 'Profile';
+
+export const WORKER_ROLE = 'expiry_reminder_worker';
+export const RELAY_ROLE = 'outbox_relay';

@@ -1,0 +1,76 @@
+/**
+ * The local stack without Docker: a real Temporal dev server (with its Web UI) and a real PostgreSQL,
+ * on loopback and free ports, torn down by `stop()`. Used by the tests, the demo and `npm run stack`.
+ */
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startPostgres, freePort, type PostgresServer } from './postgres';
+import { findOrBuildTemporalCli } from './temporal-cli';
+
+/** Passwords the local stack gives the two roles (local only; production sets its own). */
+export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'local-relay-password' };
+
+export interface Stack {
+  postgres: PostgresServer;
+  temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
+  /** Variables that point a process (tests, worker, client) at this stack. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  log?: (line: string) => void;
+  /** Start the Web UI too (default true). */
+  ui?: boolean;
+}
+
+/** Starts PostgreSQL and the Temporal dev server; on any failure stops what it started and says why. */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const log = options.log ?? (() => {});
+  const cliPath = findOrBuildTemporalCli(log);
+  if (!cliPath) {
+    log(
+      'No temporal CLI found (TEMPORAL_CLI_PATH, PATH, ~/go/bin) and no Go toolchain to build it; ' +
+        'trying the SDK download, which needs internet access',
+    );
+  }
+  const postgres = await startPostgres(log);
+  let env: TestWorkflowEnvironment | undefined;
+  try {
+    const port = await freePort();
+    const uiPort = options.ui === false ? undefined : await freePort();
+    env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: cliPath ? { type: 'existing-path', path: cliPath } : { type: 'cached-download' },
+        ip: '127.0.0.1',
+        port,
+        ui: uiPort !== undefined,
+        uiPort,
+        log: { format: 'json', level: 'error' },
+        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
+      },
+    });
+    const address = `127.0.0.1:${port}`;
+    const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
+    log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
+    const started = env;
+    return {
+      postgres,
+      temporal: { address, namespace: 'default', uiUrl, cliPath },
+      env: {
+        STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_NAMESPACE: 'default',
+        ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
+        ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
+      },
+      stop: async () => {
+        await started.teardown();
+        await postgres.stop();
+      },
+    };
+  } catch (err) {
+    await env?.teardown().catch(() => {});
+    await postgres.stop().catch(() => {});
+    throw new Error(`The Temporal dev server did not start: ${(err as Error).message}`);
+  }
+}

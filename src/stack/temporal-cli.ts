@@ -1,0 +1,66 @@
+/**
+ * Finds the `temporal` CLI (it carries the dev server and the Web UI), building it once with Go when
+ * nothing else has it. Order: TEMPORAL_CLI_PATH, PATH, the Go bin directory, `go install`.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** The newest CLI tag that `go install` can build (later tags carry a `replace` directive). */
+export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+
+function executable(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile() ? path.resolve(file) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const found = dir && executable(path.join(dir, name));
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function goBinDir(): string | undefined {
+  if (!onPath('go')) return undefined;
+  const res = spawnSync('go', ['env', 'GOBIN', 'GOPATH'], { encoding: 'utf8' });
+  if (res.status !== 0) return undefined;
+  const [gobin, gopath] = res.stdout.split('\n').map((s) => s.trim());
+  return gobin || (gopath ? path.join(gopath.split(path.delimiter)[0], 'bin') : undefined);
+}
+
+/**
+ * The absolute path of a usable `temporal` binary, building it with `go install` when needed, or
+ * undefined when there is none and no Go toolchain to build it (the caller may then let the SDK
+ * download one, which needs internet access).
+ */
+export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): string | undefined {
+  const fromEnv = process.env.TEMPORAL_CLI_PATH;
+  if (fromEnv) {
+    const found = executable(fromEnv);
+    if (!found) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv}: no executable file there`);
+    return found;
+  }
+  const found =
+    onPath('temporal') ?? executable(path.join(os.homedir(), 'go', 'bin', 'temporal'));
+  if (found) return found;
+  const binDir = goBinDir();
+  if (!binDir) return undefined;
+  const built = executable(path.join(binDir, 'temporal'));
+  if (built) return built;
+  log(`building the Temporal CLI: go install ${TEMPORAL_CLI_MODULE} (first run only, a few minutes)`);
+  const res = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (res.status !== 0) {
+    throw new Error(
+      `go install ${TEMPORAL_CLI_MODULE} failed (exit ${res.status}); set TEMPORAL_CLI_PATH to an existing temporal binary`,
+    );
+  }
+  return executable(path.join(binDir, 'temporal'));
+}

@@ -1,0 +1,208 @@
+/**
+ * `documentExpiryReminderCycle` (SPEC §3, §5). Deterministic orchestration only: pages owner ids out of
+ * PostgreSQL and runs one owner transaction per owner with bounded concurrency. PostgreSQL decides who
+ * sends a reminder; the workflow only decides what to try next, and carries ids and counts, never
+ * document values.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  log,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities, RemindOwnerResult } from '../activities';
+import {
+  ZERO_COUNTS,
+  type CycleContinuation,
+  type CycleCounts,
+  type CycleInput,
+  type CycleResult,
+  type CycleSettings,
+  type CycleStatus,
+  type PageCursor,
+} from '../domain/cycle';
+
+const { resolveCycleSettings } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { maximumAttempts: 5 },
+});
+
+const { findCandidatePage } = proxyActivities<Activities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
+});
+
+const { remindOwner } = proxyActivities<Activities>({
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+});
+
+const { pruneReminders } = proxyActivities<Activities>({
+  startToCloseTimeout: '15m',
+  heartbeatTimeout: '1m',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
+});
+
+/** History events an owner activity may cost at worst (scheduled, started, completed, plus a workflow task). */
+const EVENTS_PER_OWNER = 6;
+
+/** Runs one reminder cycle; see SPEC §3 for what it guarantees. */
+export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
+  const jobRunId = workflowInfo().workflowId;
+  const first = input.continuation === undefined;
+  const state: CycleContinuation = input.continuation ?? {
+    // Settings are fixed once per cycle, here, and travel with it through continue-as-new.
+    settings: await CancellationScope.nonCancellable(() =>
+      resolveCycleSettings({ ...withoutContinuation(input), startedAt: new Date().toISOString() }),
+    ),
+    startedAtMs: Date.now(),
+    cursor: null,
+    counts: { ...ZERO_COUNTS },
+    runs: 1,
+  };
+  const { settings } = state;
+  const counts: CycleCounts = { ...state.counts };
+  let cursor: PageCursor | null = state.cursor;
+  const deadline = state.startedAtMs + settings.maxRunDurationMs;
+
+  if (first) {
+    log.info('cycle started', {
+      jobRunId,
+      asOf: settings.asOf,
+      thresholdsDays: settings.thresholdsDays,
+      batchSize: settings.batchSize,
+    });
+  }
+
+  let cancelled = false;
+  // Cancellation is observed, not propagated: in-flight owner transactions run to their end and the
+  // cycle stops scheduling new ones, then reports `cancelled` with what it did.
+  CancellationScope.current().cancelRequested.catch(() => {
+    cancelled = true;
+  });
+  const stopReason = (): CycleStatus | undefined =>
+    cancelled ? 'cancelled' : Date.now() >= deadline ? 'time-limit' : undefined;
+
+  const window = {
+    asOfDate: settings.asOfDate,
+    thresholdsDays: settings.thresholdsDays,
+    retentionDays: settings.retentionDays,
+  };
+
+  let status: CycleStatus = 'completed';
+  for (;;) {
+    const stop = stopReason();
+    if (stop) {
+      status = stop;
+      break;
+    }
+    const page = await CancellationScope.nonCancellable(() =>
+      findCandidatePage({ window, cursor, batchSize: settings.batchSize }),
+    );
+    counts.pages += 1;
+    counts.documentsSeen += page.documentCount;
+    log.info('batch selected', {
+      jobRunId,
+      page: counts.pages,
+      count: page.documentCount,
+      owners: page.ownerIds.length,
+    });
+
+    const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason);
+    if (pageStop) {
+      status = pageStop;
+      break;
+    }
+    if (!page.next) break;
+    cursor = page.next;
+
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested || info.historyLength + settings.batchSize * EVENTS_PER_OWNER > settings.maxHistoryEvents) {
+      await continueAsNew<typeof documentExpiryReminderCycle>({
+        continuation: { settings, startedAtMs: state.startedAtMs, cursor, counts, runs: state.runs + 1 },
+      });
+    }
+  }
+
+  let pruned = 0;
+  if (status !== 'cancelled') {
+    pruned = await CancellationScope.nonCancellable(() =>
+      pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays }),
+    );
+  }
+
+  const result: CycleResult = {
+    status,
+    jobRunId,
+    asOf: settings.asOf,
+    thresholdsDays: settings.thresholdsDays,
+    ...counts,
+    pruned,
+    durationMs: Date.now() - state.startedAtMs,
+    runs: state.runs,
+  };
+  log.info('cycle completed', { ...result });
+  return result;
+}
+
+/**
+ * Runs the page's owners through a sliding window of `ownerConcurrency` activities. An owner that
+ * still fails after its retries is counted and logged; the cycle goes on. Returns why it stopped early.
+ */
+async function remindOwners(
+  ownerIds: string[],
+  settings: CycleSettings,
+  jobRunId: string,
+  counts: CycleCounts,
+  stopReason: () => CycleStatus | undefined,
+): Promise<CycleStatus | undefined> {
+  const inFlight = new Set<Promise<void>>();
+  let stopped: CycleStatus | undefined;
+  for (const ownerUserId of ownerIds) {
+    while (inFlight.size >= settings.ownerConcurrency) await Promise.race(inFlight);
+    stopped = stopReason();
+    if (stopped) break;
+    const run: Promise<void> = CancellationScope.nonCancellable(() =>
+      remindOwner({
+        ownerUserId,
+        asOf: settings.asOf,
+        asOfDate: settings.asOfDate,
+        thresholdsDays: settings.thresholdsDays,
+        retentionDays: settings.retentionDays,
+        correlationId: jobRunId,
+      }),
+    ).then(
+      (r) => tally(counts, r),
+      (err: unknown) => {
+        counts.failedOwners += 1;
+        log.warn('owner failed', { jobRunId, ownerUserId, error: describeFailure(err) });
+      },
+    ).finally(() => inFlight.delete(run));
+    inFlight.add(run);
+  }
+  await Promise.all(inFlight);
+  return stopped ?? stopReason();
+}
+
+function tally(counts: CycleCounts, r: RemindOwnerResult): void {
+  counts.ownersProcessed += 1;
+  counts.remindersSent += r.remindersSent;
+  counts.skippedAlreadyMarked += r.skippedAlreadyMarked;
+  if (r.remindersSent > 0) counts.ownersNotified += 1;
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) {
+    const cause = err.cause;
+    return cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ${cause.message}` : cause.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function withoutContinuation(input: CycleInput): CycleInput {
+  const { continuation: _ignored, ...rest } = input;
+  return rest;
+}

@@ -1,0 +1,112 @@
+/** Seeding and reading the three tables the way a person checking the job would. */
+import crypto from 'node:crypto';
+import { addDays } from '../../src/domain/thresholds';
+import type { Queryable } from '../../src/db/pool';
+
+export interface DocumentSeed {
+  id?: string;
+  ownerUserId?: string;
+  type?: string;
+  numberMask?: string;
+  /** Days from AsOfDate to expiry; null for a never-expiring document. */
+  daysLeft: number | null;
+  status?: 'Active' | 'Archived';
+  isDeleted?: boolean;
+}
+
+export interface SeededDocument {
+  id: string;
+  ownerUserId: string;
+  type: string;
+  numberMask: string;
+  expiresAt: string | null;
+}
+
+/** Inserts documents relative to `asOfDate` in one statement. */
+export async function insertDocuments(db: Queryable, asOfDate: string, docs: DocumentSeed[]): Promise<SeededDocument[]> {
+  const rows = docs.map((d) => ({
+    id: d.id ?? crypto.randomUUID(),
+    ownerUserId: d.ownerUserId ?? crypto.randomUUID(),
+    type: d.type ?? 'ForeignPassport',
+    numberMask: d.numberMask ?? `**** ${crypto.randomInt(100000, 999999)}`,
+    expiresAt: d.daysLeft === null ? null : addDays(asOfDate, d.daysLeft),
+    status: d.status ?? 'Active',
+    isDeleted: d.isDeleted ?? false,
+  }));
+  await db.query(
+    `insert into profile.person_documents
+       (id, owner_user_id, person_id, type, number_mask, expires_at, status, is_deleted, payload_cipher)
+     select r.id, r.owner_user_id, gen_random_uuid(), r.type, r.number_mask, r.expires_at, r.status, r.is_deleted,
+            convert_to('cipher-' || r.id::text, 'UTF8')
+       from jsonb_to_recordset($1::jsonb) as r(id uuid, owner_user_id uuid, type text, number_mask text,
+                                             expires_at date, status text, is_deleted boolean)`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          id: r.id,
+          owner_user_id: r.ownerUserId,
+          type: r.type,
+          number_mask: r.numberMask,
+          expires_at: r.expiresAt,
+          status: r.status,
+          is_deleted: r.isDeleted,
+        })),
+      ),
+    ],
+  );
+  return rows;
+}
+
+export interface MarkerRow {
+  document_id: string;
+  owner_user_id: string;
+  threshold_days: number;
+  expires_at: string;
+}
+
+/** Every ledger row, ordered for stable comparison. */
+export async function markers(db: Queryable): Promise<MarkerRow[]> {
+  const { rows } = await db.query<MarkerRow>(
+    `select document_id, owner_user_id, threshold_days, expires_at
+       from profile.document_expiry_reminders order by document_id, threshold_days desc`,
+  );
+  return rows;
+}
+
+export interface EventDocument {
+  documentId: string;
+  type: string;
+  numberMask: string;
+  expiresAt: string;
+  thresholdDays: number;
+  daysLeft: number;
+}
+
+export interface OutboxRow {
+  id: string;
+  aggregate_type: string;
+  aggregate_id: string;
+  topic: string;
+  message_key: string;
+  event_type: string;
+  contract_version: number;
+  correlation_id: string;
+  payload: { ownerUserId: string; remindedAt: string; documents: EventDocument[] };
+}
+
+/** Every outbox row, oldest first. */
+export async function outbox(db: Queryable): Promise<OutboxRow[]> {
+  const { rows } = await db.query<OutboxRow>(
+    `select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, correlation_id, payload
+       from profile.outbox_messages order by created_at, id`,
+  );
+  return rows;
+}
+
+/** A fingerprint of the whole documents table, to prove the job never wrote it. */
+export async function documentsFingerprint(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ md5: string }>(
+    `select md5(coalesce(string_agg(d::text, '|' order by d.id), '')) as md5 from profile.person_documents d`,
+  );
+  return rows[0].md5;
+}

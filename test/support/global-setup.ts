@@ -1,0 +1,45 @@
+/**
+ * Starts the local stack once for all integration test files (or adopts one named by the environment)
+ * and bundles the workflow code once, so each test's worker starts in milliseconds.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { WORKFLOWS_PATH } from '../../src/worker';
+
+const READY = 'STACK_READY ';
+
+function startStackProcess(): Promise<{ child: ChildProcess; env: Record<string, string> }> {
+  const root = path.resolve(__dirname, '..', '..');
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'src/stack/cli.ts', '--json'], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const line = buffer.split('\n').find((l) => l.startsWith(READY));
+      if (line) resolve({ child, env: JSON.parse(line.slice(READY.length)) });
+    });
+    child.on('exit', (code) => reject(new Error(`the local stack exited with code ${code} before it was ready`)));
+  });
+}
+
+export default async function globalSetup(): Promise<void> {
+  if (!(process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS)) {
+    const { child, env } = await startStackProcess();
+    (globalThis as { __stack?: ChildProcess }).__stack = child;
+    Object.assign(process.env, env);
+  }
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-bundle-'));
+  const codePath = path.join(dir, 'workflow-bundle.js');
+  fs.writeFileSync(codePath, code);
+  process.env.WORKFLOW_BUNDLE_PATH = codePath;
+}
+
+const noop = () => {};
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

@@ -1,0 +1,15 @@
+/** Stops the stack the global setup started (closing its stdin makes it tear down and exit). */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export default async function globalTeardown(): Promise<void> {
+  const child = (globalThis as { __stack?: ChildProcess }).__stack;
+  if (child && child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.stdin?.end();
+    await exited;
+  }
+  const bundle = process.env.WORKFLOW_BUNDLE_PATH;
+  if (bundle) fs.rmSync(path.dirname(bundle), { recursive: true, force: true });
+}

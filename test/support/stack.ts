@@ -1,0 +1,150 @@
+/**
+ * What an integration test file needs from the shared stack: its own database (migrated, with the
+ * worker's role), a worker on its own task queue, a client, and data helpers.
+ */
+import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import pg from 'pg';
+import pino from 'pino';
+import { loadConfig, type Config } from '../../src/config';
+import type { CycleInput, CycleResult } from '../../src/domain/cycle';
+import { runMigrations } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { REDACTED_PATHS } from '../../src/logger';
+import { WORKFLOW_TYPE } from '../../src/names';
+import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
+import { createDatabase, databaseUrl } from '../../src/stack/postgres';
+import { createWorker } from '../../src/worker';
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the tests with npm test (the global setup starts the stack)`);
+  return value;
+}
+
+export interface TestDatabase {
+  name: string;
+  /** Owner connection: seeds and inspects tables. */
+  admin: pg.Pool;
+  /** The worker's connection, as `expiry_reminder_worker`. */
+  workerUrl: string;
+  worker: pg.Pool;
+  close(): Promise<void>;
+}
+
+/** A fresh migrated database for one test file. */
+export async function createTestDatabase(label: string): Promise<TestDatabase> {
+  const adminUrl = required('STACK_DATABASE_ADMIN_URL');
+  const name = `t_${label.replace(/\W+/g, '_').toLowerCase()}_${crypto.randomBytes(4).toString('hex')}`;
+  const ownerUrl = await createDatabase(adminUrl, name);
+  await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+  const workerUrl = databaseUrl(ownerUrl, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker });
+  const admin = createPool({ connectionString: ownerUrl, max: 4 });
+  const worker = createPool({ connectionString: workerUrl, max: 20 });
+  return {
+    name,
+    admin,
+    workerUrl,
+    worker,
+    close: async () => {
+      await worker.end();
+      await admin.end();
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+/** Empties the job's tables and the documents between tests of one file. */
+export async function resetData(db: TestDatabase): Promise<void> {
+  await db.admin.query(
+    'truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages',
+  );
+}
+
+/** Configuration as the worker would load it, plus overrides. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ TEMPORAL_ADDRESS: required('TEMPORAL_ADDRESS'), ...overrides });
+}
+
+/** Log lines a test worker wrote, parsed, so tests can assert on them. */
+export class CapturedLogs {
+  readonly lines: Record<string, unknown>[] = [];
+  readonly raw: string[] = [];
+  readonly logger = pino(
+    { level: 'debug', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) {
+          this.raw.push(line);
+          this.lines.push(JSON.parse(line));
+        }
+        done();
+      },
+    }),
+  );
+  messages(msg: string): Record<string, unknown>[] {
+    return this.lines.filter((l) => l.msg === msg);
+  }
+}
+
+export interface TestWorker {
+  worker: Worker;
+  taskQueue: string;
+  logs: CapturedLogs;
+  stop(): Promise<void>;
+}
+
+/** A worker on a task queue of its own, running the real workflow bundle and real activities. */
+export async function startTestWorker(
+  db: TestDatabase,
+  options: { taskQueue?: string; config?: Config } = {},
+): Promise<TestWorker> {
+  const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
+  const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
+  const logs = new CapturedLogs();
+  const worker = await createWorker({
+    config: options.config ?? testConfig(),
+    connection,
+    pool: db.worker,
+    logger: logs.logger,
+    taskQueue,
+    workflowBundle: { codePath: required('WORKFLOW_BUNDLE_PATH') },
+  });
+  const running = worker.run();
+  return {
+    worker,
+    taskQueue,
+    logs,
+    stop: async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** A client of the dev server; close it after the file. */
+export async function connectClient(): Promise<{ client: Client; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
+  return { client: new Client({ connection }), close: () => connection.close() };
+}
+
+/** Starts a cycle on `taskQueue` and returns its handle. */
+export function startCycle(client: Client, taskQueue: string, input: CycleInput = {}, workflowId?: string) {
+  return client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue,
+    workflowId: workflowId ?? `test-cycle-${crypto.randomUUID()}`,
+    args: [input],
+  });
+}
+
+/** Runs a cycle to its end and returns its result. */
+export async function runCycle(client: Client, taskQueue: string, input: CycleInput = {}): Promise<CycleResult> {
+  const handle = await startCycle(client, taskQueue, input);
+  return (await handle.result()) as CycleResult;
+}
