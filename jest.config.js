@@ -15,7 +15,7 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-      testTimeout: 120_000,
+      setupFilesAfterEnv: ['<rootDir>/test/support/setup-integration.ts'],
     },
   ],
 };

@@ -126,15 +126,14 @@ const schema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
-/** Hides the password of a connection URL so it can be shown in messages and logs. */
+/**
+ * Hides passwords in a connection URL, or in any text that may contain one (an error message, a
+ * URL without a scheme, a `password=` query parameter), so it can be shown in messages and logs.
+ */
 export function redactUrl(text: string): string {
-  try {
-    const url = new URL(text);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return text.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-  }
+  return text
+    .replace(/((?:^|[\s"'(=/])[^\s:/@"'()]+):([^\s/"']*)@/g, '$1:***@')
+    .replace(/([?&]password=)[^&\s"']*/gi, '$1***');
 }
 
 function shown(name: string, value: string | undefined): string {
@@ -156,27 +155,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const value = env[key];
     if (value !== undefined && value.trim() !== '') raw[key] = value;
   }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
-      const name = String(issue.path[0]);
-      return `${name}=${shown(name, raw[name])}: ${issue.message}`;
-    });
-    throw new ConfigError(problems);
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(schema.shape)) {
+    const parsed = (field as z.ZodType).safeParse(raw[name]);
+    if (parsed.success) values[name] = parsed.data;
+    else problems.push(...parsed.error.issues.map((issue) => `${name}=${shown(name, raw[name])}: ${issue.message}`));
   }
-  const v = parsed.data;
-  if (v.REMINDER_POLLING_OFFSET >= v.REMINDER_POLLING_INTERVAL) {
-    throw new ConfigError([
+  const v = values as z.infer<typeof schema>;
+  if (
+    typeof v.REMINDER_POLLING_OFFSET === 'number' &&
+    typeof v.REMINDER_POLLING_INTERVAL === 'number' &&
+    v.REMINDER_POLLING_OFFSET >= v.REMINDER_POLLING_INTERVAL
+  ) {
+    problems.push(
       `REMINDER_POLLING_OFFSET=${shown('REMINDER_POLLING_OFFSET', raw.REMINDER_POLLING_OFFSET)}: expected less than REMINDER_POLLING_INTERVAL (${ms(v.REMINDER_POLLING_INTERVAL)})`,
-    ]);
+    );
   }
+  if (Boolean(raw.TEMPORAL_TLS_CERT_PATH) !== Boolean(raw.TEMPORAL_TLS_KEY_PATH)) {
+    problems.push('TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
   const anyTls =
     v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
-  if (Boolean(v.TEMPORAL_TLS_CERT_PATH) !== Boolean(v.TEMPORAL_TLS_KEY_PATH)) {
-    throw new ConfigError([
-      'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither',
-    ]);
-  }
   return {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,

@@ -39,7 +39,8 @@ export async function runMigrations(options: MigrateOptions): Promise<string[]> 
         await client.query(rows[0].sql);
       }
     }
-    return applied.map((m) => m.fileName);
+    // Id 0 is the library's own bookkeeping table.
+    return applied.filter((m) => m.id !== 0).map((m) => m.fileName);
   } finally {
     await client.end();
   }

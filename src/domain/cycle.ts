@@ -89,6 +89,20 @@ export const ZERO_COUNTS: CycleCounts = {
 /** Upper bound on owner activities in flight: the SDK allows 2,000 pending, we stay well below. */
 export const MAX_OWNER_CONCURRENCY = 500;
 
+const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A date (midnight UTC) or an instant with an explicit offset; undefined for anything else, including
+ * impossible dates (which `Date` would silently roll over) and local times (which depend on the host).
+ */
+export function parseAsOf(text: string): Date | undefined {
+  if (isIsoDate(text)) return new Date(`${text}T00:00:00Z`);
+  const m = INSTANT_RE.exec(text);
+  if (!m || !isIsoDate(m[1])) return undefined;
+  const instant = new Date(text);
+  return Number.isNaN(instant.getTime()) ? undefined : instant;
+}
+
 function wholeNumberProblem(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): string[] {
   return Number.isSafeInteger(value) && value >= min && value <= max
     ? []
@@ -109,10 +123,11 @@ export function resolveCycleSettings(
   const problems: string[] = [];
   let asOf = defaultAsOf.toISOString();
   if (input.asOf !== undefined) {
-    const text = String(input.asOf);
-    const instant = isIsoDate(text) ? new Date(`${text}T00:00:00Z`) : new Date(text);
-    if (Number.isNaN(instant.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
-      problems.push(`asOf=${JSON.stringify(input.asOf)}: expected a date YYYY-MM-DD or an ISO 8601 instant`);
+    const instant = parseAsOf(String(input.asOf));
+    if (instant === undefined) {
+      problems.push(
+        `asOf=${JSON.stringify(input.asOf)}: expected a date YYYY-MM-DD or an ISO 8601 instant with a UTC offset, e.g. 2026-12-02T03:00:00Z`,
+      );
     } else {
       asOf = instant.toISOString();
     }

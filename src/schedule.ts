@@ -1,0 +1,65 @@
+/** The Temporal Schedule that starts one cycle per polling interval (SPEC §5). */
+import {
+  ScheduleAlreadyRunning,
+  ScheduleOverlapPolicy,
+  type Client,
+  type ScheduleOptions,
+  type ScheduleOptionsStartWorkflowAction,
+} from '@temporalio/client';
+import type { Config } from './config';
+import type { documentExpiryReminderCycle } from './workflows';
+import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
+
+type CycleWorkflow = typeof documentExpiryReminderCycle;
+
+function desired(config: Pick<Config, 'temporal' | 'schedule'>): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
+  const action: ScheduleOptionsStartWorkflowAction<CycleWorkflow> = {
+    type: 'startWorkflow',
+    workflowType: WORKFLOW_TYPE,
+    taskQueue: config.temporal.taskQueue,
+    workflowId: SCHEDULED_WORKFLOW_ID,
+    // Empty input: the worker's configuration decides, and AsOf is fixed when the cycle starts.
+    args: [{}],
+  };
+  return {
+    spec: { intervals: [{ every: config.schedule.intervalMs, offset: config.schedule.offsetMs }] },
+    action,
+    policies: {
+      // A tick while a cycle still runs is dropped: the next tick picks up whatever is left.
+      overlap: ScheduleOverlapPolicy.SKIP,
+      catchupWindow: '1h',
+      pauseOnFailure: false,
+    },
+  };
+}
+
+/**
+ * Creates the schedule, or updates its spec, action and policies in place. Pause state and note are
+ * kept, so re-applying never unpauses a schedule an operator paused.
+ * @returns whether it was created or updated.
+ */
+export async function applySchedule(
+  client: Client,
+  config: Pick<Config, 'temporal' | 'schedule'>,
+): Promise<'created' | 'updated'> {
+  const want = desired(config);
+  try {
+    await client.schedule.create({ scheduleId: SCHEDULE_ID, ...want });
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning) && (err as Error)?.name !== 'ScheduleAlreadyRunning') throw err;
+  }
+  await client.schedule.getHandle(SCHEDULE_ID).update<CycleWorkflow>((previous) => ({
+    spec: want.spec,
+    action: want.action,
+    policies: want.policies,
+    state: { paused: previous.state.paused, note: previous.state.note },
+  }));
+  return 'updated';
+}
+
+/** Starts a cycle now through the schedule; skipped (not queued) while a cycle is running. */
+export async function triggerSchedule(client: Client): Promise<void> {
+  // The SDK's default for a manual trigger is allow-all; the job's policy is skip.
+  await client.schedule.getHandle(SCHEDULE_ID).trigger(ScheduleOverlapPolicy.SKIP);
+}

@@ -1,0 +1,158 @@
+import { ConfigError, loadConfig, redactUrl, requireDatabaseUrl } from '../../src/config';
+
+/** The ConfigError `loadConfig(env)` throws. */
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('gives the documented defaults when nothing is set', () => {
+    const config = loadConfig({});
+    expect(config.cycle).toEqual({
+      thresholdsDays: [30, 7, 1, 0],
+      batchSize: 500,
+      retentionDays: 90,
+      maxRunDurationMs: 600_000,
+      ownerConcurrency: 50,
+      maxHistoryEvents: 9_000,
+    });
+    expect(config.schedule).toEqual({ intervalMs: 24 * 3_600_000, offsetMs: 3 * 3_600_000 });
+    expect(config.temporal).toMatchObject({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueue: 'document-expiry-reminder',
+      tls: undefined,
+    });
+    expect(config.databaseUrl).toBeUndefined();
+  });
+
+  it('treats empty and blank variables as unset', () => {
+    const env = { REMINDER_THRESHOLDS_DAYS: '', REMINDER_BATCH_SIZE: '', DATABASE_URL: '  ', TEMPORAL_ADDRESS: '' };
+    expect(loadConfig(env)).toEqual(loadConfig({}));
+  });
+
+  it('reads valid values, including durations written with a unit', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://w:pw@db:5432/profile',
+      REMINDER_THRESHOLDS_DAYS: '14, 3, 0',
+      REMINDER_BATCH_SIZE: '100',
+      REMINDER_MAX_RUN_DURATION: '1.5h',
+      REMINDER_POLLING_INTERVAL: '12h',
+      REMINDER_POLLING_OFFSET: '0',
+    });
+    expect(config.databaseUrl).toBe('postgres://w:pw@db:5432/profile');
+    expect(config.migrationDatabaseUrl).toBe('postgres://w:pw@db:5432/profile');
+    expect(config.cycle).toMatchObject({ thresholdsDays: [14, 3, 0], batchSize: 100, maxRunDurationMs: 5_400_000 });
+    expect(config.schedule).toEqual({ intervalMs: 12 * 3_600_000, offsetMs: 0 });
+  });
+
+  const EXAMPLE = 'expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0';
+  it.each<[string, string, string[]]>([
+    ['REMINDER_THRESHOLDS_DAYS', ' , ', ['every threshold must be a whole number of days >= 0', EXAMPLE]],
+    ['REMINDER_THRESHOLDS_DAYS', 'abc', ['every threshold must be a whole number of days >= 0', EXAMPLE]],
+    ['REMINDER_THRESHOLDS_DAYS', '7,30', ['thresholds must be sorted in descending order', EXAMPLE]],
+    ['REMINDER_THRESHOLDS_DAYS', '30,7,7', ['thresholds must be distinct', EXAMPLE]],
+    ['REMINDER_THRESHOLDS_DAYS', '30,-1', ['every threshold must be a whole number of days >= 0', EXAMPLE]],
+    ['REMINDER_BATCH_SIZE', '0', ['expected a whole number from 1 to 10000']],
+    ['REMINDER_MAX_RUN_DURATION', 'ten minutes', ['expected a positive duration with a unit', 'e.g. 10m']],
+    ['REMINDER_MAX_RUN_DURATION', '10', ['expected a positive duration with a unit', 'e.g. 10m']],
+    ['REMINDER_POLLING_OFFSET', '24h', ['expected less than REMINDER_POLLING_INTERVAL (1d)']],
+    ['DATABASE_URL', 'mysql://x', ['expected a URL such as postgres://user:password@host:5432/database']],
+  ])('rejects %s=%j, naming the variable, the value and what is expected', (name, value, fragments) => {
+    const err = configError({ [name]: value });
+    expect(err.problems).toHaveLength(1);
+    expect(err.problems[0].startsWith(`${name}=${JSON.stringify(value)}: `)).toBe(true);
+    for (const fragment of fragments) expect(err.problems[0]).toContain(fragment);
+    expect(err.message).toContain(err.problems[0]);
+  });
+
+  it('reports every bad variable at once', () => {
+    const err = configError({
+      REMINDER_THRESHOLDS_DAYS: '7,30',
+      REMINDER_BATCH_SIZE: '0',
+      REMINDER_MAX_RUN_DURATION: '10',
+      DATABASE_URL: 'mysql://x',
+    });
+    expect(err.problems.map((p) => p.split('=')[0]).sort()).toEqual([
+      'DATABASE_URL',
+      'REMINDER_BATCH_SIZE',
+      'REMINDER_MAX_RUN_DURATION',
+      'REMINDER_THRESHOLDS_DAYS',
+    ]);
+  });
+
+  it('reports a polling offset not below the interval together with other bad variables', () => {
+    const err = configError({ REMINDER_POLLING_OFFSET: '25h', REMINDER_BATCH_SIZE: '0' });
+    expect(err.problems.map((p) => p.split('=')[0]).sort()).toEqual(['REMINDER_BATCH_SIZE', 'REMINDER_POLLING_OFFSET']);
+  });
+
+  it('never shows a database password in the message', () => {
+    const err = configError({
+      DATABASE_URL: 'postgres://u:s3cret@h/db',
+      MIGRATION_DATABASE_URL: 'mysql://owner:hunter2@h/db',
+      REMINDER_BATCH_SIZE: '0',
+    });
+    expect(err.problems).toHaveLength(2);
+    expect(err.message).toContain('MIGRATION_DATABASE_URL="mysql://owner:***@h/db"');
+    expect(err.message).not.toMatch(/s3cret|hunter2/);
+  });
+
+  it.each(['postgres//owner:hunter2@h/db', 'postgres://owner:hunter2@h:99999/db'])(
+    'hides the password of an unparseable database URL %j',
+    (url) => {
+      const err = configError({ MIGRATION_DATABASE_URL: url });
+      expect(err.message).toContain('MIGRATION_DATABASE_URL=');
+      expect(err.message).not.toContain('hunter2');
+    },
+  );
+
+  it('hides the password of a database URL written without a scheme', () => {
+    expect(configError({ MIGRATION_DATABASE_URL: 'owner:hunter2@h/db' }).message).not.toContain('hunter2');
+  });
+
+});
+
+describe('redactUrl', () => {
+  it('replaces the password and keeps the rest of the URL', () => {
+    expect(redactUrl('postgres://u:s3cret@db:5432/profile')).toBe('postgres://u:***@db:5432/profile');
+    expect(redactUrl('postgres://u:p@ss@db/profile')).toBe('postgres://u:***@db/profile');
+  });
+
+  it('leaves a URL without a password unchanged', () => {
+    expect(redactUrl('postgres://u@db/profile')).toBe('postgres://u@db/profile');
+  });
+
+  it('hides the password in text that is not a valid URL', () => {
+    expect(redactUrl('connect to postgres://u:s3cret@db:99999/x failed')).toBe(
+      'connect to postgres://u:***@db:99999/x failed',
+    );
+  });
+});
+
+describe('requireDatabaseUrl', () => {
+  it('returns the worker URL, and the migration URL falling back to it', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://w:pw@h/db' });
+    expect(requireDatabaseUrl(config, 'worker')).toBe('postgres://w:pw@h/db');
+    expect(requireDatabaseUrl(config, 'migrate')).toBe('postgres://w:pw@h/db');
+  });
+
+  it('throws a ConfigError naming DATABASE_URL when it is unset', () => {
+    const config = loadConfig({});
+    expect(() => requireDatabaseUrl(config, 'worker')).toThrow(ConfigError);
+    expect(() => requireDatabaseUrl(config, 'worker')).toThrow(/DATABASE_URL=\(unset\)/);
+    expect(() => requireDatabaseUrl(config, 'migrate')).toThrow(/MIGRATION_DATABASE_URL \(or DATABASE_URL\)=\(unset\)/);
+  });
+});
+
+describe('redactUrl in free text', () => {
+  it('hides a password containing @ and one given as a query parameter', () => {
+    expect(redactUrl('connect postgres://u:p@ss@db/profile failed')).toBe('connect postgres://u:***@db/profile failed');
+    expect(redactUrl('postgres://db/profile?user=u&password=s3cret')).toBe('postgres://db/profile?user=u&password=***');
+  });
+});
