@@ -1,7 +1,7 @@
 /** Unit tests run alone; integration tests share one local stack started by the global setup. */
 const base = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true }] },
+  transform: { '^.+\\.ts$': 'ts-jest' },
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 

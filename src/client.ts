@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { exitOnConfigError, loadConfig, type Config } from './config';
 import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, utcDate } from './domain/thresholds';
@@ -53,7 +53,9 @@ export async function runCycleCommand(
 export function buildProgram(config: () => Config): Command {
   const program = new Command('expiry-reminder')
     .description('Operate the document-expiry reminder job on Temporal')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // Throw instead of exiting, so callers (main, tests) decide; subcommands inherit this.
+    .exitOverride();
 
   const schedule = program.command('schedule').description(`the Temporal Schedule "${SCHEDULE_ID}"`);
   schedule
@@ -93,6 +95,8 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((err: Error) => {
+    // Commander has already printed its usage message (or the help).
+    if (err instanceof CommanderError) process.exit(err.exitCode);
     const cause = err instanceof WorkflowFailedError && err.cause ? `: ${err.cause.message}` : '';
     process.stderr.write(`error: ${err.message}${cause}\n`);
     process.exit(1);

@@ -1,0 +1,93 @@
+/** The operator's client against the dev server: the schedule and manual cycles. */
+import crypto from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { buildProgram } from '../../src/client';
+import type { CycleResult } from '../../src/domain/cycle';
+import { SCHEDULE_ID } from '../../src/names';
+import { utcDate } from '../../src/domain/thresholds';
+import { insertDocuments, outbox } from '../support/data';
+import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+
+let db: TestDatabase;
+let temporal: { client: Client; close(): Promise<void> };
+let w: TestWorker;
+const taskQueue = `client-test-${crypto.randomUUID()}`;
+const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
+
+/** Runs `npm run client -- …args` in-process and returns what it printed as JSON. */
+async function cli(...args: string[]): Promise<Record<string, unknown>> {
+  const out: string[] = [];
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    out.push(String(chunk));
+    return true;
+  });
+  try {
+    await buildProgram(() => config).parseAsync(['node', 'client', ...args]);
+  } finally {
+    spy.mockRestore();
+  }
+  return JSON.parse(out.join(''));
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('client');
+  temporal = await connectClient();
+  w = await startTestWorker(db, { taskQueue });
+});
+afterAll(async () => {
+  await temporal.client.schedule.getHandle(SCHEDULE_ID).delete().catch(() => {});
+  await w?.stop();
+  await temporal?.close();
+  await db?.close();
+});
+
+test('schedule apply creates the schedule, and applying again updates it and keeps it paused', async () => {
+  expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ scheduleId: SCHEDULE_ID, outcome: 'created' }));
+  const handle = temporal.client.schedule.getHandle(SCHEDULE_ID);
+  await handle.pause('maintenance window');
+
+  expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ outcome: 'updated' }));
+
+  const described = await handle.describe();
+  expect(described.state).toEqual(expect.objectContaining({ paused: true, note: 'maintenance window' }));
+  expect(described.policies.overlap).toBe('SKIP');
+  expect(described.spec.intervals).toEqual([{ every: 24 * 3_600_000, offset: 3 * 3_600_000 }]);
+  expect(described.action).toEqual(expect.objectContaining({ workflowType: 'documentExpiryReminderCycle', taskQueue }));
+  await handle.unpause();
+});
+
+test('schedule trigger starts a cycle through the schedule that reminds due owners', async () => {
+  await insertDocuments(db.admin, utcDate(new Date()), [{ daysLeft: 7 }, { daysLeft: 0 }]);
+  await cli('schedule', 'apply');
+
+  expect(await cli('schedule', 'trigger')).toEqual(expect.objectContaining({ triggered: true }));
+
+  const handle = temporal.client.schedule.getHandle(SCHEDULE_ID);
+  let workflowId: string | undefined;
+  for (let i = 0; i < 100 && !workflowId; i++) {
+    const { info } = await handle.describe();
+    workflowId = (info.runningActions[0] ?? info.recentActions[0])?.workflow.workflowId;
+    if (!workflowId) await new Promise((r) => setTimeout(r, 100));
+  }
+  const result = (await temporal.client.workflow.getHandle(workflowId!).result()) as CycleResult;
+  expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2 }));
+  expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([workflowId, workflowId]);
+});
+
+test('cycle run --as-of --wait prints the result as JSON', async () => {
+  await resetData(db);
+  await insertDocuments(db.admin, '2027-03-01', [{ daysLeft: 1 }]);
+
+  const printed = await cli('cycle', 'run', '--as-of', '2027-03-01', '--wait');
+
+  expect(printed).toEqual(
+    expect.objectContaining({
+      workflowId: expect.stringMatching(/^document-expiry-reminder-manual-2027-03-01-/),
+      result: expect.objectContaining({ status: 'completed', asOf: '2027-03-01T00:00:00.000Z', remindersSent: 1 }),
+    }),
+  );
+});
+
+test('cycle run rejects a malformed --as-of before contacting anything', async () => {
+  await expect(cli('cycle', 'run', '--as-of', '2027-02-30')).rejects.toThrow(/expected a calendar date YYYY-MM-DD/);
+});
