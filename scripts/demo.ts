@@ -12,7 +12,10 @@ import { addDays, utcDate } from '../src/domain/thresholds';
 import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/logger';
-import { SCHEDULE_ID, WORKER_ROLE } from '../src/names';
+import { RELAY_ROLE, SCHEDULE_ID, TOPIC, WORKER_ROLE } from '../src/names';
+import { createKafka } from '../src/kafka';
+import { OutboxRelay } from '../src/relay/outbox-relay';
+import { consumeUntil } from '../src/stack/consume';
 import { applySchedule, triggerSchedule } from '../src/schedule';
 import { LOCAL_ROLE_PASSWORDS, startStack } from '../src/stack';
 import { createDatabase, databaseUrl } from '../src/stack/postgres';
@@ -118,13 +121,34 @@ async function main(): Promise<void> {
         documents: e.payload.documents.map((x: { type: string; thresholdDays: number }) => `${x.type}@${x.thresholdDays}`).join(' '),
       })).sort(byInvestor),
     );
+    const relayUrl = databaseUrl(ownerUrl, { user: RELAY_ROLE, password: LOCAL_ROLE_PASSWORDS.relay });
+    const relayConfig = loadConfig({ ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: stack.kafkaBrokers });
+    const relayPool = createPool({ connectionString: relayUrl, max: 2 });
+    const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(relayConfig), config: relayConfig, logger });
+    await relay.start();
+    cleanups.unshift(async () => {
+      await relay.stop();
+      await relayPool.end();
+    });
+    const ids = new Set(events.map((e) => e.id as string));
+    const received = await consumeUntil(stack.kafkaBrokers, (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= ids.size);
+    say(`Received from Kafka topic ${TOPIC} (published by the relay):`);
+    console.table(
+      received.map((m) => ({
+        investor: names.get(m.key),
+        partition: m.partition,
+        offset: m.offset,
+        messageId: m.headers.messageId,
+        value: m.value.length > 90 ? `${m.value.slice(0, 87)}...` : m.value,
+      })),
+    );
     if (stack.temporal.uiUrl) {
       say(`Web UI: ${stack.temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
       say(`Schedule: ${stack.temporal.uiUrl}/namespaces/default/schedules/${SCHEDULE_ID}`);
     }
     if (keep) {
       say('\nThe stack stays up (Ctrl-C stops it). To use it from another shell:');
-      say(`  export TEMPORAL_ADDRESS=${stack.temporal.address} DATABASE_URL='${workerUrl}'`);
+      say(`  export TEMPORAL_ADDRESS=${stack.temporal.address} DATABASE_URL='${workerUrl}' KAFKA_BROKERS=${stack.kafkaBrokers}`);
       say(`  npm run client -- schedule trigger`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

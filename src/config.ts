@@ -25,6 +25,22 @@ export interface Config {
     tls?: { serverName?: string; caPath?: string; certPath?: string; keyPath?: string };
   };
   cycle: CycleDefaults;
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    ssl?: boolean | { caPath?: string };
+    sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+    topicPartitions: number;
+    topicReplicationFactor: number;
+  };
+  relay: {
+    batchSize: number;
+    pollIntervalMs: number;
+    sendTimeoutMs: number;
+    maxBackoffMs: number;
+    retentionMs: number;
+    cleanupIntervalMs: number;
+  };
   schedule: { intervalMs: number; offsetMs: number };
   logLevel: string;
 }
@@ -123,6 +139,24 @@ const schema = z.object({
   REMINDER_POLLING_OFFSET: durationOrZero('3h').default(3 * 3_600_000),
   REMINDER_OWNER_CONCURRENCY: wholeNumber(1, MAX_OWNER_CONCURRENCY).default(50),
   REMINDER_MAX_HISTORY_EVENTS: wholeNumber(100, 40_000).default(9_000),
+  KAFKA_BROKERS: z
+    .string()
+    .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'expected comma-separated host:port pairs, e.g. 127.0.0.1:9092')
+    .default('127.0.0.1:9092'),
+  KAFKA_CLIENT_ID: z.string().regex(/^\S+$/, 'expected a client id without spaces').default('expiry-reminder-relay'),
+  KAFKA_SSL: boolText.optional(),
+  KAFKA_SSL_CA_PATH: z.string().min(1).optional(),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
+  KAFKA_TOPIC_PARTITIONS: wholeNumber(1, 1000).default(3),
+  KAFKA_TOPIC_REPLICATION_FACTOR: wholeNumber(1, 10).default(1),
+  RELAY_BATCH_SIZE: wholeNumber(1, 10_000).default(100),
+  RELAY_POLL_INTERVAL: durationText('5s').default(5_000),
+  RELAY_SEND_TIMEOUT: durationText('30s').default(30_000),
+  RELAY_MAX_BACKOFF: durationText('30s').default(30_000),
+  OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
+  RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
@@ -175,6 +209,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (Boolean(raw.TEMPORAL_TLS_CERT_PATH) !== Boolean(raw.TEMPORAL_TLS_KEY_PATH)) {
     problems.push('TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither');
   }
+  if (raw.KAFKA_SASL_MECHANISM && !(raw.KAFKA_SASL_USERNAME && raw.KAFKA_SASL_PASSWORD)) {
+    problems.push('KAFKA_SASL_MECHANISM is set: expected KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   const anyTls =
     v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
@@ -204,6 +241,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxRunDurationMs: v.REMINDER_MAX_RUN_DURATION,
       ownerConcurrency: v.REMINDER_OWNER_CONCURRENCY,
       maxHistoryEvents: v.REMINDER_MAX_HISTORY_EVENTS,
+    },
+    kafka: {
+      brokers: v.KAFKA_BROKERS.split(','),
+      clientId: v.KAFKA_CLIENT_ID,
+      ssl: v.KAFKA_SSL_CA_PATH ? { caPath: v.KAFKA_SSL_CA_PATH } : v.KAFKA_SSL,
+      sasl:
+        v.KAFKA_SASL_MECHANISM && v.KAFKA_SASL_USERNAME && v.KAFKA_SASL_PASSWORD
+          ? { mechanism: v.KAFKA_SASL_MECHANISM, username: v.KAFKA_SASL_USERNAME, password: v.KAFKA_SASL_PASSWORD }
+          : undefined,
+      topicPartitions: v.KAFKA_TOPIC_PARTITIONS,
+      topicReplicationFactor: v.KAFKA_TOPIC_REPLICATION_FACTOR,
+    },
+    relay: {
+      batchSize: v.RELAY_BATCH_SIZE,
+      pollIntervalMs: v.RELAY_POLL_INTERVAL,
+      sendTimeoutMs: v.RELAY_SEND_TIMEOUT,
+      maxBackoffMs: v.RELAY_MAX_BACKOFF,
+      retentionMs: v.OUTBOX_RETENTION,
+      cleanupIntervalMs: v.RELAY_CLEANUP_INTERVAL,
     },
     schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
     logLevel: v.LOG_LEVEL,

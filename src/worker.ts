@@ -39,14 +39,23 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   });
 }
 
+const PINO_TO_SDK: Record<string, LogLevel> = {
+  trace: 'TRACE',
+  debug: 'DEBUG',
+  info: 'INFO',
+  warn: 'WARN',
+  error: 'ERROR',
+  fatal: 'ERROR',
+  silent: 'ERROR',
+};
+const SDK_TO_PINO = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+
 /** Sends the SDK's own log lines (including workflow `log.*`, which is replay-safe) to pino. */
 export function installRuntimeLogger(logger: Logger, level: string): void {
-  const sdkLevel = (level === 'debug' || level === 'trace' ? level.toUpperCase() : level === 'silent' ? 'ERROR' : level === 'fatal' ? 'ERROR' : level.toUpperCase()) as LogLevel;
   const sdk = logger.child({ component: 'temporal' });
   Runtime.install({
-    logger: new DefaultLogger(sdkLevel, ({ level: l, message, meta }) => {
-      const method = l === 'TRACE' ? 'trace' : l === 'DEBUG' ? 'debug' : l === 'WARN' ? 'warn' : l === 'ERROR' ? 'error' : 'info';
-      sdk[method](meta ?? {}, message);
+    logger: new DefaultLogger(PINO_TO_SDK[level] ?? 'INFO', ({ level: l, message, meta }) => {
+      sdk[SDK_TO_PINO[l]](meta ?? {}, message);
     }),
   });
 }

@@ -1,9 +1,12 @@
 /**
- * The local stack without Docker: a real Temporal dev server (with its Web UI) and a real PostgreSQL,
- * on loopback and free ports, torn down by `stop()`. Used by the tests, the demo and `npm run stack`.
+ * The local stack without Docker: a real Temporal dev server (with its Web UI), a real PostgreSQL and
+ * a real Kafka broker, on loopback and free ports, torn down by `stop()`. Used by the tests, the demo
+ * and `npm run stack`.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startPostgres, freePort, type PostgresServer } from './postgres';
+import { startKafka, type KafkaBroker } from './kafka';
+import { freePort } from './ports';
+import { startPostgres, type PostgresServer } from './postgres';
 import { findOrBuildTemporalCli } from './temporal-cli';
 
 /** Passwords the local stack gives the two roles (local only; production sets its own). */
@@ -11,6 +14,9 @@ export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'l
 
 export interface Stack {
   postgres: PostgresServer;
+  /** The broker this stack started, or undefined when KAFKA_BROKERS names an existing cluster. */
+  kafka?: KafkaBroker;
+  kafkaBrokers: string;
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
@@ -21,6 +27,18 @@ export interface StackOptions {
   log?: (line: string) => void;
   /** Start the Web UI too (default true). */
   ui?: boolean;
+}
+
+/** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
+async function startOrAdoptKafka(log: (line: string) => void): Promise<{ broker?: KafkaBroker; brokers: string }> {
+  const given = process.env.KAFKA_BROKERS;
+  if (given) {
+    log(`using the Kafka cluster of KAFKA_BROKERS (${given})`);
+    return { brokers: given };
+  }
+  const broker = await startKafka({ log });
+  log(`Kafka broker on ${broker.brokers}`);
+  return { broker, brokers: broker.brokers };
 }
 
 /** Starts PostgreSQL and the Temporal dev server; on any failure stops what it started and says why. */
@@ -35,7 +53,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   }
   const postgres = await startPostgres(log);
   let env: TestWorkflowEnvironment | undefined;
+  let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
+    kafka = await startOrAdoptKafka(log);
     const port = await freePort();
     const uiPort = options.ui === false ? undefined : await freePort();
     env = await TestWorkflowEnvironment.createLocal({
@@ -53,24 +73,30 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
     log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
     const started = env;
+    const broker = kafka.broker;
     return {
       postgres,
+      kafka: broker,
+      kafkaBrokers: kafka.brokers,
       temporal: { address, namespace: 'default', uiUrl, cliPath },
       env: {
         STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: 'default',
+        KAFKA_BROKERS: kafka.brokers,
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
         ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
       },
       stop: async () => {
         await started.teardown();
+        await broker?.destroy();
         await postgres.stop();
       },
     };
   } catch (err) {
     await env?.teardown().catch(() => {});
+    await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});
-    throw new Error(`The Temporal dev server did not start: ${(err as Error).message}`);
+    throw new Error(`The local stack did not start: ${(err as Error).message}`);
   }
 }

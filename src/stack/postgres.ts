@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './ports';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */
@@ -82,18 +83,4 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
       fs.rmSync(databaseDir, { recursive: true, force: true });
     },
   };
-}
-
-/** A TCP port free on loopback right now. */
-export async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }

@@ -1,0 +1,72 @@
+/** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
+import fs from 'node:fs';
+import { Kafka, logLevel as KafkaLogLevel, type Admin, type IHeaders, type KafkaConfig, type Message, type SASLOptions } from 'kafkajs';
+import type { Config } from './config';
+import type { OutboxMessage } from './db/outbox';
+import type { Logger } from './logger';
+
+/** A kafkajs client from configuration, logging through pino at WARN and above. */
+export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kafka {
+  const k = config.kafka;
+  const log = logger?.child({ component: 'kafkajs' });
+  const options: KafkaConfig = {
+    clientId: k.clientId,
+    brokers: k.brokers,
+    ssl: typeof k.ssl === 'object' ? { ca: [fs.readFileSync(k.ssl.caPath ?? '')] } : k.ssl,
+    sasl: k.sasl as SASLOptions | undefined,
+    connectionTimeout: 5_000,
+    requestTimeout: 15_000,
+    // The relay retries whole batches itself, with its own backoff and timeout.
+    retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
+    logLevel: KafkaLogLevel.WARN,
+    logCreator: () => ({ namespace, level, log: line }) => {
+      if (!log) return;
+      const { message, ...rest } = line;
+      const fields = { namespace, ...rest };
+      if (level === KafkaLogLevel.ERROR) log.error(fields, message);
+      else if (level === KafkaLogLevel.WARN) log.warn(fields, message);
+      else log.debug(fields, message);
+    },
+  };
+  return new Kafka(options);
+}
+
+/**
+ * Creates the topic when it is missing (never relying on broker auto-create) and waits until every
+ * partition has a leader; a producer racing a fresh topic on KRaft otherwise fails with "This server
+ * does not host this topic-partition".
+ */
+export async function ensureTopic(admin: Admin, topic: string, partitions: number, replicationFactor: number): Promise<void> {
+  const existing = await admin.listTopics();
+  if (!existing.includes(topic)) {
+    try {
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor }] });
+    } catch (err) {
+      if ((err as { type?: string }).type !== 'TOPIC_ALREADY_EXISTS') throw err;
+    }
+  }
+  for (let i = 0; i < 100; i++) {
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+    const parts = topics[0]?.partitions ?? [];
+    if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`topic ${topic} has partitions without a leader after 10 s`);
+}
+
+/** SPEC §4 headers: what a consumer needs to route and deduplicate without parsing the value. */
+export function messageHeaders(row: OutboxMessage): IHeaders {
+  return {
+    eventType: row.event_type,
+    contractVersion: String(row.contract_version),
+    correlationId: row.correlation_id,
+    aggregateType: row.aggregate_type,
+    aggregateId: row.aggregate_id,
+    messageId: row.id,
+  };
+}
+
+/** The Kafka message for an outbox row: key = owner id, value = the JSON payload as stored. */
+export function toKafkaMessage(row: OutboxMessage): Message {
+  return { key: row.message_key, value: JSON.stringify(row.payload), headers: messageHeaders(row) };
+}

@@ -1,0 +1,60 @@
+/** Reading the real topic back, as a consumer would (the demo and the tests use it). */
+import crypto from 'node:crypto';
+import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+import { TOPIC } from '../names';
+
+export interface ConsumedMessage {
+  partition: number;
+  offset: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) out[k] = Array.isArray(v) ? String(v[0]) : String(v);
+  return out;
+}
+
+/**
+ * Consumes the topic from the beginning with a fresh group until `until(messages)` holds or the time
+ * runs out, and returns what it read (every message, in per-partition order).
+ */
+export async function consumeUntil(
+  brokers: string,
+  until: (messages: ConsumedMessage[]) => boolean,
+  timeoutMs = 60_000,
+  topic = TOPIC,
+): Promise<ConsumedMessage[]> {
+  const kafka = new Kafka({ clientId: 'test-consumer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `test-${crypto.randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
+  const messages: ConsumedMessage[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`consumed ${messages.length} messages; the condition did not hold within ${timeoutMs} ms`)), timeoutMs);
+      consumer
+        .run({
+          eachMessage: async ({ partition, message }) => {
+            messages.push({
+              partition,
+              offset: message.offset,
+              key: message.key?.toString() ?? '',
+              value: message.value?.toString() ?? '',
+              headers: headersToStrings(message.headers),
+            });
+            if (until(messages)) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return messages;
+}

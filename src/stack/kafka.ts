@@ -1,0 +1,405 @@
+/**
+ * A real Apache Kafka broker for the local stack, without Docker: one KRaft node (broker and controller
+ * in one JVM) on loopback and free ports, run from jars that Maven resolves from Maven Central once
+ * (`ops/kafka/pom.xml`) and caches under `~/.cache/expiry-reminder`, outside the repository.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { ensureTopic } from '../kafka';
+import { freePort } from './ports';
+
+const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
+const POM = path.join(OPS_DIR, 'pom.xml');
+const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
+
+/**
+ * The Kafka release the stack runs. Read from the `kafka.version` property of `ops/kafka/pom.xml` so
+ * that the pom, which resolves the jars, stays the only place the version is written.
+ */
+export const KAFKA_VERSION: string = (() => {
+  const match = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(fs.readFileSync(POM, 'utf8'));
+  if (!match) throw new Error(`${POM} has no <kafka.version> property`);
+  return match[1];
+})();
+
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+const JVM_OPTS = ['-Xms128m', '-Xmx512m', '-XX:+ExitOnOutOfMemoryError', '-Djava.awt.headless=true'];
+
+const INSTALL_HINT =
+  'The Kafka broker needs Java 17+ and Maven: apt-get install openjdk-17-jre-headless maven ' +
+  '(or put java and mvn on PATH; JAVA_HOME is honoured for java)';
+
+/** One quiet client per use: kafkajs logs every refused connection at ERROR while the broker starts. */
+function client(brokers: string): Kafka {
+  return new Kafka({
+    clientId: 'expiry-reminder-stack',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 2_000,
+    retry: { retries: 0 },
+  });
+}
+
+function javaBinary(): string {
+  return process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+}
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  error?: Error;
+}
+
+/** Runs a command to completion without blocking the event loop (a cold Maven run takes a while). */
+function run(command: string, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.stderr.on('data', (c: Buffer) => chunks.push(c));
+    child.on('error', (error) => resolve({ code: null, signal: null, output: '', error }));
+    child.on('close', (code, signal) => resolve({ code, signal, output: Buffer.concat(chunks).toString('utf8') }));
+  });
+}
+
+function tail(text: string, lines = 40): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+async function checkJava(): Promise<void> {
+  const res = await run(javaBinary(), ['-version']);
+  if (res.error || res.code !== 0) {
+    throw new Error(`${INSTALL_HINT}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`);
+  }
+  // "17.0.15" and "21" name the major version first; Java 8 and older say "1.8.0_…".
+  const version = /version "(\d+)(?:\.(\d+))?/.exec(res.output);
+  const major = version ? (version[1] === '1' ? Number(version[2]) : Number(version[1])) : NaN;
+  if (!(major >= 17)) {
+    throw new Error(`${INSTALL_HINT}. Found: ${res.output.split('\n')[0].trim()}`);
+  }
+}
+
+/**
+ * The directory of every jar the broker needs, resolved by Maven into the user's cache on first use.
+ * The marker is written only after a complete copy, and records the pom's digest, so an interrupted
+ * copy or an edited pom means a fresh copy rather than a broker that dies on a missing class. Later
+ * calls cost a file read and start nothing.
+ */
+export async function ensureKafkaJars(log: (line: string) => void = () => {}): Promise<string> {
+  const cacheRoot = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  const dir = path.join(cacheRoot, 'expiry-reminder', `kafka-${KAFKA_VERSION}`);
+  const libs = path.join(dir, 'libs');
+  const marker = path.join(dir, '.complete');
+  const digest = crypto.createHash('sha256').update(fs.readFileSync(POM)).digest('hex');
+  const complete = () => fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
+  if (complete()) return libs;
+
+  await checkJava();
+  const mvn = await run('mvn', ['-v']);
+  if (mvn.error || mvn.code !== 0) {
+    throw new Error(`${INSTALL_HINT}. Running mvn -v failed: ${mvn.error?.message ?? tail(mvn.output, 5)}`);
+  }
+  log(`resolving Kafka ${KAFKA_VERSION} from Maven Central into ${libs} (first run only)`);
+  fs.mkdirSync(dir, { recursive: true });
+  // A private directory, renamed into place, so two starts racing on a cold cache never share a half copy.
+  const staging = fs.mkdtempSync(path.join(dir, 'libs-'));
+  try {
+    const res = await run('mvn', [
+      '-B',
+      '-q',
+      '-f',
+      POM,
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${staging}`,
+      '-DincludeScope=runtime',
+    ]);
+    if (res.error || res.code !== 0) {
+      throw new Error(
+        `Maven could not resolve the Kafka ${KAFKA_VERSION} jars (exit ${res.code ?? res.signal}); ` +
+          `is Maven Central reachable?\n${tail(res.output)}`,
+      );
+    }
+    if (!fs.readdirSync(staging).some((f) => f.startsWith(`kafka_2.13-${KAFKA_VERSION}`))) {
+      throw new Error(`Maven finished but copied no kafka_2.13-${KAFKA_VERSION} jar into ${staging}`);
+    }
+    // Another start won the race meanwhile, and its broker may be loading classes from those jars.
+    if (complete()) return libs;
+    fs.rmSync(marker, { force: true });
+    fs.rmSync(libs, { recursive: true, force: true });
+    fs.chmodSync(staging, 0o755);
+    fs.renameSync(staging, libs);
+  } finally {
+    fs.rmSync(staging, { recursive: true, force: true });
+  }
+  fs.writeFileSync(marker, `${digest}\n`);
+  return libs;
+}
+
+/** A running single-node Kafka cluster of the local stack. */
+export interface KafkaBroker {
+  /** Bootstrap address for clients, `127.0.0.1:PORT`. */
+  brokers: string;
+  /** Holds server.properties, the log directories and broker.log (the broker's own output). */
+  dataDir: string;
+  /** Shuts the broker down cleanly (SIGTERM), killing it if it has not exited within 30 s. */
+  stop(): Promise<void>;
+  /**
+   * Starts the stopped broker again on the same ports and data, so a test can take the broker away
+   * and bring it back; resolves once clients can reach it.
+   */
+  start(): Promise<void>;
+  /** Stops the broker and deletes its data directory. */
+  destroy(): Promise<void>;
+}
+
+/** Options of {@link startKafka}. */
+export interface KafkaOptions {
+  log?: (line: string) => void;
+  /**
+   * Where the broker keeps its configuration, data and output. Default: a fresh temporary directory.
+   * A directory that already holds a broker of this module is resumed on its old ports and data.
+   */
+  dataDir?: string;
+}
+
+function serverProperties(dataDir: string, port: number, controllerPort: number): string {
+  return [
+    '# Written by src/stack/kafka.ts: a single KRaft node, broker and controller in one process.',
+    'process.roles=broker,controller',
+    'node.id=1',
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'inter.broker.listener.name=PLAINTEXT',
+    'controller.listener.names=CONTROLLER',
+    `controller.quorum.bootstrap.servers=127.0.0.1:${controllerPort}`,
+    `log.dirs=${path.join(dataDir, 'logs')}`,
+    // Topics are created explicitly (createTopic), as in production; a typo must not invent a topic.
+    'auto.create.topics.enable=false',
+    'num.partitions=1',
+    'default.replication.factor=1',
+    'min.insync.replicas=1',
+    'offsets.topic.replication.factor=1',
+    // One partition each instead of 50: the internal topics appear on first use, and faster.
+    'offsets.topic.num.partitions=1',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=1',
+    'share.coordinator.state.topic.replication.factor=1',
+    'share.coordinator.state.topic.min.isr=1',
+    // A consumer group's first join otherwise waits 3 s for more members that never come.
+    'group.initial.rebalance.delay.ms=0',
+    '',
+  ].join('\n');
+}
+
+function readPorts(propertiesFile: string): { port: number; controllerPort: number } | undefined {
+  const text = fs.readFileSync(propertiesFile, 'utf8');
+  const port = /^listeners=.*PLAINTEXT:\/\/127\.0\.0\.1:(\d+)/m.exec(text);
+  const controllerPort = /^listeners=.*CONTROLLER:\/\/127\.0\.0\.1:(\d+)/m.exec(text);
+  return port && controllerPort ? { port: Number(port[1]), controllerPort: Number(controllerPort[1]) } : undefined;
+}
+
+/** A Kafka cluster id: 16 random bytes in unpadded base64url, never starting with "-" (like Uuid.randomUuid). */
+function clusterId(): string {
+  for (;;) {
+    const id = crypto.randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+function readLogTail(logFile: string): string {
+  try {
+    return tail(fs.readFileSync(logFile, 'utf8')) || '(empty)';
+  } catch {
+    return '(no output)';
+  }
+}
+
+async function reachable(brokers: string): Promise<boolean> {
+  const admin: Admin = client(brokers).admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length > 0;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts a single-node Kafka broker and resolves once a client can describe the cluster. On failure
+ * it kills what it started and throws with the tail of the broker's output, leaving the data
+ * directory for a closer look.
+ */
+export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroker> {
+  const log = options.log ?? (() => {});
+  const libs = await ensureKafkaJars(log);
+  // Again on a warm cache: a missing java should say so, not surface as "spawn java ENOENT".
+  await checkJava();
+  const classpath = path.join(libs, '*');
+  const createdDir = !options.dataDir;
+  const dataDir = options.dataDir
+    ? path.resolve(options.dataDir)
+    : fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-kafka-'));
+  fs.mkdirSync(dataDir, { recursive: true });
+  const propertiesFile = path.join(dataDir, 'server.properties');
+  const logFile = path.join(dataDir, 'broker.log');
+  const log4j = `-Dlog4j2.configurationFile=${LOG4J_CONFIG}`;
+
+  let ports = fs.existsSync(propertiesFile) ? readPorts(propertiesFile) : undefined;
+  const formatted = fs.existsSync(path.join(dataDir, 'logs', 'meta.properties'));
+  if (!(ports && formatted)) {
+    const port = await freePort();
+    let controllerPort = await freePort();
+    while (controllerPort === port) controllerPort = await freePort();
+    ports = { port, controllerPort };
+    fs.writeFileSync(propertiesFile, serverProperties(dataDir, port, controllerPort));
+    // --standalone: a one-voter dynamic quorum (KIP-853), the form Kafka 4 documents for a single node.
+    const format = await run(javaBinary(), [
+      ...JVM_OPTS,
+      log4j,
+      '-cp',
+      classpath,
+      'kafka.tools.StorageTool',
+      'format',
+      '--cluster-id',
+      clusterId(),
+      '--config',
+      propertiesFile,
+      '--standalone',
+    ]);
+    if (format.error || format.code !== 0) {
+      if (createdDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      throw new Error(
+        `Formatting Kafka storage in ${dataDir} failed (exit ${format.code ?? format.signal}):\n` +
+          tail(format.error?.message ?? format.output),
+      );
+    }
+  }
+  const brokers = `127.0.0.1:${ports.port}`;
+
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  // A test runner that exits without stop() must not leave a JVM holding ports behind.
+  const killOnExit = () => child?.kill('SIGKILL');
+
+  const launch = (): ChildProcess => {
+    fs.appendFileSync(logFile, `[expiry-reminder] starting Kafka ${KAFKA_VERSION} on ${brokers}\n`);
+    const out = fs.openSync(logFile, 'a');
+    try {
+      const proc = spawn(javaBinary(), [...JVM_OPTS, log4j, '-cp', classpath, 'kafka.Kafka', propertiesFile], {
+        cwd: dataDir,
+        stdio: ['ignore', out, out],
+      });
+      child = proc;
+      exited = new Promise<void>((resolve) => {
+        proc.on('error', (err) => {
+          fs.appendFileSync(logFile, `could not start java: ${err.message}\n`);
+          resolve();
+        });
+        proc.on('exit', (code, signal) => {
+          fs.appendFileSync(logFile, `[expiry-reminder] broker exited (${signal ?? `code ${code}`})\n`);
+          resolve();
+        });
+      }).then(() => {
+        if (child === proc) child = undefined;
+        process.off('exit', killOnExit);
+      });
+      process.on('exit', killOnExit);
+      return proc;
+    } finally {
+      fs.closeSync(out);
+    }
+  };
+
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    if (!proc) return;
+    proc.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      exited.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), STOP_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      log(`Kafka broker did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+      proc.kill('SIGKILL');
+      await exited;
+    }
+  };
+
+  const start = async (): Promise<void> => {
+    if (child) return;
+    const began = Date.now();
+    const proc = launch();
+    while (Date.now() - began < READY_TIMEOUT_MS) {
+      if (child !== proc) {
+        const how = proc.signalCode ?? (proc.exitCode === null ? 'could not run java' : `exit code ${proc.exitCode}`);
+        throw new Error(`The Kafka broker exited during start (${how}); ${logFile}:\n${readLogTail(logFile)}`);
+      }
+      if (await reachable(brokers)) {
+        log(`Kafka ${KAFKA_VERSION} broker on ${brokers} (ready in ${((Date.now() - began) / 1000).toFixed(1)} s)`);
+        return;
+      }
+      await sleep(250);
+    }
+    await stop();
+    throw new Error(
+      `The Kafka broker on ${brokers} was not ready within ${READY_TIMEOUT_MS / 1000} s; ${logFile}:\n${readLogTail(logFile)}`,
+    );
+  };
+
+  try {
+    await start();
+  } catch (err) {
+    // The data directory stays: its broker.log is what explains the failure.
+    await stop().catch(() => {});
+    throw err;
+  }
+
+  return {
+    brokers,
+    dataDir,
+    stop,
+    start,
+    destroy: async () => {
+      await stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Options of {@link createTopic}. */
+export interface TopicOptions {
+  partitions?: number;
+  replicationFactor?: number;
+}
+
+/**
+ * Creates `topic` unless it exists, then waits until every partition has a leader: the broker refuses
+ * auto-creation, and a produce right after creation can otherwise fail with "This server does not host
+ * this topic-partition" while the new partitions are still being loaded.
+ */
+export async function createTopic(brokers: string, topic: string, opts: TopicOptions = {}): Promise<void> {
+  const admin = client(brokers).admin();
+  await admin.connect();
+  try {
+    await ensureTopic(admin, topic, opts.partitions ?? 1, opts.replicationFactor ?? 1);
+  } finally {
+    await admin.disconnect();
+  }
+}

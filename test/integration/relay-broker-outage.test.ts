@@ -1,0 +1,92 @@
+/**
+ * The broker goes away while a cycle writes events: the relay keeps the rows, records its attempts,
+ * backs off, and publishes everything once the broker is back. This file runs a broker of its own so
+ * stopping it disturbs no other test.
+ */
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { loadConfig } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { createKafka } from '../../src/kafka';
+import { OutboxRelay } from '../../src/relay/outbox-relay';
+import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
+import { startKafka, type KafkaBroker } from '../../src/stack/kafka';
+import { databaseUrl } from '../../src/stack/postgres';
+import { insertDocuments, outbox } from '../support/data';
+import { consumeUntil } from '../../src/stack/consume';
+import { CapturedLogs, connectClient, createTestDatabase, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+
+let db: TestDatabase;
+let broker: KafkaBroker;
+let relayPool: pg.Pool;
+let relayUrl: string;
+let temporal: { client: Client; close(): Promise<void> };
+
+beforeAll(async () => {
+  broker = await startKafka({});
+  db = await createTestDatabase('relay-outage');
+  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
+  relayPool = createPool({ connectionString: relayUrl, max: 4 });
+  temporal = await connectClient();
+});
+afterAll(async () => {
+  await temporal?.close();
+  await relayPool?.end();
+  await db?.close();
+  await broker?.destroy();
+});
+
+async function unpublished(): Promise<{ n: number; attempts: number; errors: number }> {
+  const { rows } = await db.admin.query(
+    `select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts, count(last_error)::int as errors
+       from profile.outbox_messages where published_at is null`,
+  );
+  return rows[0];
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('with the broker stopped the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
+  const config = loadConfig({
+    KAFKA_BROKERS: broker.brokers,
+    DATABASE_URL: relayUrl,
+    RELAY_POLL_INTERVAL: '200ms',
+    RELAY_SEND_TIMEOUT: '3s',
+    RELAY_MAX_BACKOFF: '2s',
+  });
+  const logs = new CapturedLogs();
+  const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: logs.logger });
+  await relay.start();
+  try {
+    await broker.stop();
+
+    await insertDocuments(db.admin, '2026-12-02', Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 10 })));
+    const w = await startTestWorker(db);
+    const cycle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-12-02' });
+    await cycle.result();
+    await w.stop();
+
+    // Attempts pile up and are recorded while the broker is down; nothing is published or lost.
+    await waitFor(async () => (await unpublished()).attempts >= 2);
+    const during = await unpublished();
+    expect(during.n).toBe(60);
+    expect(during.errors).toBeGreaterThan(0);
+    expect(logs.messages('publish failed, backing off').length).toBeGreaterThanOrEqual(2);
+
+    await broker.start();
+    await waitFor(async () => (await unpublished()).n === 0);
+  } finally {
+    await relay.stop();
+  }
+
+  const rows = await outbox(db.admin);
+  const ids = new Set(rows.map((r) => r.id));
+  const received = await consumeUntil(broker.brokers, (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= rows.length);
+  expect(new Set(received.map((m) => m.headers.messageId).filter((id) => ids.has(id))).size).toBe(60);
+});

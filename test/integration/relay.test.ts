@@ -1,0 +1,215 @@
+/**
+ * The outbox relay against the real broker: what arrives on the topic, what happens when the relay
+ * dies between produce and mark, and two relays over thousands of rows.
+ */
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { loadConfig } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { createKafka } from '../../src/kafka';
+import { CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/names';
+import { OutboxRelay } from '../../src/relay/outbox-relay';
+import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
+import { databaseUrl } from '../../src/stack/postgres';
+import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
+import { insertDocuments, outbox } from '../support/data';
+import { consumeUntil, type ConsumedMessage } from '../../src/stack/consume';
+import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+
+const AS_OF_DATE = '2026-12-02';
+const brokers = () => {
+  const value = process.env.KAFKA_BROKERS;
+  if (!value) throw new Error('KAFKA_BROKERS is not set: run the tests with npm test');
+  return value;
+};
+
+let db: TestDatabase;
+let relayUrl: string;
+let relayPool: pg.Pool;
+let temporal: { client: Client; close(): Promise<void> };
+
+const validate = addFormats(new Ajv2020({ allErrors: true, strict: true })).compile(schema);
+
+function relayConfig(overrides: Record<string, string> = {}) {
+  return loadConfig({ KAFKA_BROKERS: brokers(), DATABASE_URL: relayUrl, RELAY_POLL_INTERVAL: '200ms', ...overrides });
+}
+
+function newRelay(overrides: Record<string, string> = {}) {
+  const logs = new CapturedLogs();
+  const config = relayConfig(overrides);
+  return new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: logs.logger });
+}
+
+async function unpublished(): Promise<number> {
+  const { rows } = await db.admin.query<{ n: number }>('select count(*)::int as n from profile.outbox_messages where published_at is null');
+  return rows[0].n;
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('relay');
+  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
+  relayPool = createPool({ connectionString: relayUrl, max: 6 });
+  temporal = await connectClient();
+});
+afterAll(async () => {
+  await temporal?.close();
+  await relayPool?.end();
+  await db?.close();
+});
+beforeEach(() => resetData(db));
+
+test("a cycle's events arrive on the topic with the right key, headers and a schema-valid value, one per owner", async () => {
+  const owners = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+  await insertDocuments(db.admin, AS_OF_DATE, [
+    { ownerUserId: owners[0], daysLeft: 7 },
+    { ownerUserId: owners[0], daysLeft: 30 },
+    { ownerUserId: owners[1], daysLeft: 0 },
+    { ownerUserId: owners[2], daysLeft: -5 },
+  ]);
+  const w = await startTestWorker(db);
+  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE });
+  await handle.result();
+  await w.stop();
+  const rows = await outbox(db.admin);
+  expect(rows).toHaveLength(3);
+
+  const relay = newRelay();
+  await relay.start();
+  let received: ConsumedMessage[];
+  try {
+    received = (
+      await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === handle.workflowId).length >= 3)
+    ).filter((m) => m.headers.correlationId === handle.workflowId);
+    await waitFor(async () => (await unpublished()) === 0);
+  } finally {
+    await relay.stop();
+  }
+
+  expect(received.map((m) => m.key).sort()).toEqual([...owners].sort());
+  for (const message of received) {
+    const row = rows.find((r) => r.id === message.headers.messageId)!;
+    expect(message.headers).toEqual({
+      eventType: EVENT_TYPE,
+      contractVersion: String(CONTRACT_VERSION),
+      correlationId: handle.workflowId,
+      aggregateType: 'Profile',
+      aggregateId: message.key,
+      messageId: row.id,
+    });
+    const value = JSON.parse(message.value);
+    expect(validate(value)).toBe(true);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(value).toEqual(row.payload);
+  }
+  const { rows: marks } = await db.admin.query('select attempts, published_at, last_error from profile.outbox_messages');
+  for (const mark of marks) expect(mark).toEqual({ attempts: 1, published_at: expect.any(Date), last_error: null });
+});
+
+test('the relay killed between produce and mark publishes the event again, with the same messageId', async () => {
+  await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+  const w = await startTestWorker(db);
+  await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })).result();
+  await w.stop();
+  const [row] = await outbox(db.admin);
+
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
+    env: { ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: brokers(), CRASH_AFTER_SEND: '1', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+  expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+  // Kafka has the event, the outbox does not know it: still unpublished.
+  expect(await unpublished()).toBe(1);
+
+  const relay = newRelay();
+  await relay.start();
+  try {
+    await waitFor(async () => (await unpublished()) === 0);
+  } finally {
+    await relay.stop();
+  }
+
+  const copies = (await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.messageId === row.id).length >= 2)).filter(
+    (m) => m.headers.messageId === row.id,
+  );
+  expect(copies).toHaveLength(2);
+  expect(copies[0].value).toBe(copies[1].value);
+  expect(copies[0].key).toBe(copies[1].key);
+});
+
+test('two relays at once over a few thousand rows publish every row, in order per key', async () => {
+  const keys = Array.from({ length: 200 }, () => crypto.randomUUID());
+  const batch = crypto.randomUUID();
+  // 3,000 rows: 15 per key, each carrying its sequence number within the key.
+  await db.admin.query(
+    `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, created_at)
+     select gen_random_uuid(), 'Profile', k.key::uuid, $2, k.key, 'RelayTest', 1,
+            jsonb_build_object('seq', s.seq, 'key', k.key), $3, now() + make_interval(secs => s.seq * 0.001 + k.n * 0.000001)
+       from unnest($1::text[]) with ordinality as k(key, n), generate_series(1, 15) as s(seq)`,
+    [keys, TOPIC, batch],
+  );
+  const a = newRelay({ RELAY_BATCH_SIZE: '50' });
+  const b = newRelay({ RELAY_BATCH_SIZE: '50' });
+  await Promise.all([a.start(), b.start()]);
+  try {
+    await waitFor(async () => (await unpublished()) === 0, 120_000);
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+  expect(a.publishedTotal).toBeGreaterThan(0);
+  expect(b.publishedTotal).toBeGreaterThan(0);
+  expect(a.publishedTotal + b.publishedTotal).toBe(3_000);
+
+  const ours = (await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === batch).length >= 3_000, 120_000)).filter(
+    (m) => m.headers.correlationId === batch,
+  );
+  expect(new Set(ours.map((m) => m.headers.messageId)).size).toBe(3_000);
+  const seqByKey = new Map<string, number[]>();
+  for (const m of ours) seqByKey.set(m.key, [...(seqByKey.get(m.key) ?? []), JSON.parse(m.value).seq]);
+  for (const key of keys) expect(seqByKey.get(key)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+});
+
+test('the relay deletes published rows past the retention and keeps the rest', async () => {
+  await db.admin.query(
+    `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, published_at)
+     select gen_random_uuid(), 'Profile', gen_random_uuid(), $1, 'k' || n, 'RelayTest', 1, '{}'::jsonb, 'cleanup', p
+       from (values (1, now() - interval '8 days'), (2, now() - interval '6 days'), (3, null::timestamptz)) as v(n, p)`,
+    [TOPIC],
+  );
+  const relay = newRelay({ OUTBOX_RETENTION: '7d' });
+  await relay.start();
+  try {
+    await waitFor(async () => (await db.admin.query(`select 1 from profile.outbox_messages where message_key = 'k1'`)).rowCount === 0);
+    await waitFor(async () => (await unpublished()) === 0);
+  } finally {
+    await relay.stop();
+  }
+  const { rows } = await db.admin.query(`select message_key from profile.outbox_messages order by message_key`);
+  expect(rows.map((r) => r.message_key)).toEqual(['k2', 'k3']);
+});
+
+test('a relay process stops cleanly on SIGTERM', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
+    env: { ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: brokers(), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve) => child.stdout.on('data', (c: Buffer) => c.toString().includes('RELAY_STARTED') && resolve()));
+  child.kill('SIGTERM');
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  expect(code).toBe(0);
+});

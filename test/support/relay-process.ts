@@ -1,0 +1,35 @@
+/**
+ * A relay in a process of its own, for tests that kill it. With CRASH_AFTER_SEND=1 it kills itself
+ * with SIGKILL after Kafka acknowledged its first batch and before the batch is marked published:
+ * the moment at-least-once delivery is about.
+ */
+import { loadConfig, requireDatabaseUrl } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { createKafka } from '../../src/kafka';
+import { createLogger } from '../../src/logger';
+import { OutboxRelay } from '../../src/relay/outbox-relay';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const url = requireDatabaseUrl(config, 'worker');
+  const logger = createLogger('warn');
+  const pool = createPool({ connectionString: url, max: 2 });
+  const relay = new OutboxRelay({
+    pool,
+    listenUrl: url,
+    kafka: createKafka(config, logger),
+    config,
+    logger,
+    onSent: process.env.CRASH_AFTER_SEND === '1' ? () => void process.kill(process.pid, 'SIGKILL') : undefined,
+  });
+  await relay.start();
+  process.stdout.write('RELAY_STARTED\n');
+  process.once('SIGTERM', () => {
+    relay.stop().then(() => pool.end()).then(() => process.exit(0));
+  });
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack}\n`);
+  process.exit(1);
+});
