@@ -9,7 +9,7 @@ import { exitOnConfigError, loadConfig, type Config } from './config';
 import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, utcDate } from './domain/thresholds';
 import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './names';
-import { applySchedule, triggerSchedule } from './schedule';
+import { applySchedule, ensureSearchAttributes, triggerSchedule } from './schedule';
 import { temporalConnectionOptions } from './temporal';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
@@ -63,8 +63,17 @@ export function buildProgram(config: () => Config): Command {
     .description('create the schedule from configuration, or update it in place (keeps pause state)')
     .action(async () => {
       const cfg = config();
-      const outcome = await withClient(cfg, (c) => applySchedule(c, cfg));
-      print({ scheduleId: SCHEDULE_ID, outcome, everyMs: cfg.schedule.intervalMs, offsetMs: cfg.schedule.offsetMs });
+      const { outcome, registered } = await withClient(cfg, async (c) => {
+        const registered = await ensureSearchAttributes(c, cfg.temporal.namespace);
+        return { registered, outcome: await applySchedule(c, cfg) };
+      });
+      print({
+        scheduleId: SCHEDULE_ID,
+        outcome,
+        everyMs: cfg.schedule.intervalMs,
+        offsetMs: cfg.schedule.offsetMs,
+        searchAttributesRegistered: registered,
+      });
     });
   schedule
     .command('trigger')

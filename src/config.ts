@@ -42,6 +42,8 @@ export interface Config {
     cleanupIntervalMs: number;
   };
   schedule: { intervalMs: number; offsetMs: number };
+  /** Port of `/metrics`; 0 turns the endpoint off. */
+  metricsPort: number;
   logLevel: string;
 }
 
@@ -157,6 +159,7 @@ const schema = z.object({
   RELAY_MAX_BACKOFF: durationText('30s').default(30_000),
   OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
   RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
+  METRICS_PORT: wholeNumber(0, 65_535).default(9464),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
@@ -262,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cleanupIntervalMs: v.RELAY_CLEANUP_INTERVAL,
     },
     schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
+    metricsPort: v.METRICS_PORT,
     logLevel: v.LOG_LEVEL,
   };
 }

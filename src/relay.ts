@@ -7,6 +7,8 @@ import { outboxBacklog } from './db/outbox';
 import { createPool } from './db/pool';
 import { createKafka } from './kafka';
 import { createLogger } from './logger';
+import { createRelayMetrics, startMetricsServer } from './metrics';
+import { TOPIC } from './names';
 import { OutboxRelay } from './relay/outbox-relay';
 
 async function main(): Promise<void> {
@@ -19,7 +21,22 @@ async function main(): Promise<void> {
     { connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' },
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
-  const relay = new OutboxRelay({ pool, listenUrl: databaseUrl, kafka: createKafka(config, logger), config, logger });
+  const metrics = createRelayMetrics();
+  metrics.published.inc({ topic: TOPIC }, 0);
+  metrics.failures.inc({ topic: TOPIC }, 0);
+  const relay = new OutboxRelay({ pool, listenUrl: databaseUrl, kafka: createKafka(config, logger), config, logger, metrics });
+  const server = config.metricsPort
+    ? await startMetricsServer({
+        registry: metrics.registry,
+        port: config.metricsPort,
+        // Read at scrape time, so a stuck relay loop cannot freeze the lag it should reveal.
+        beforeScrape: async () => {
+          const backlog = await outboxBacklog(pool);
+          metrics.backlog.set(backlog.count);
+          metrics.oldestAge.set(backlog.oldestAgeSeconds);
+        },
+      })
+    : undefined;
   try {
     const backlog = await outboxBacklog(pool);
     await relay.start();
@@ -30,6 +47,7 @@ async function main(): Promise<void> {
     });
     logger.info({ signal }, 'relay stopping');
   } finally {
+    server?.close();
     await relay.stop();
     await pool.end();
     logger.info({ published: relay.publishedTotal }, 'relay stopped');

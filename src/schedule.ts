@@ -6,9 +6,11 @@ import {
   type ScheduleOptions,
   type ScheduleOptionsStartWorkflowAction,
 } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { Config } from './config';
 import type { documentExpiryReminderCycle } from './workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
+import { CYCLE_SEARCH_ATTRIBUTES } from './search-attributes';
 
 type CycleWorkflow = typeof documentExpiryReminderCycle;
 
@@ -56,6 +58,30 @@ export async function applySchedule(
     state: { paused: previous.state.paused, note: previous.state.note },
   }));
   return 'updated';
+}
+
+const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+  DATETIME: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  INT: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
+};
+
+/**
+ * Registers the cycle's custom search attributes in the namespace when missing. A cycle upserting an
+ * unregistered attribute fails its workflow tasks, so `schedule apply` makes sure they exist first.
+ * @returns the names it registered (empty when all were there).
+ */
+export async function ensureSearchAttributes(client: Client, namespace: string): Promise<string[]> {
+  const operator = client.connection.operatorService;
+  const { customAttributes } = await operator.listSearchAttributes({ namespace });
+  const missing = CYCLE_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (customAttributes ?? {})));
+  if (missing.length > 0) {
+    await operator.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED_TYPE[k.type]])),
+    });
+  }
+  return missing.map((k) => k.name);
 }
 
 /** Starts a cycle now through the schedule; skipped (not queued) while a cycle is running. */

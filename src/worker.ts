@@ -2,19 +2,34 @@
  * `npm run worker`: runs the cycle workflow and its activities on the task queue. SIGINT/SIGTERM stop
  * polling, let running activities finish within the grace time, then close the pool and connection.
  */
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import type http from 'node:http';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type InjectedSinks,
+  type LogLevel,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from './activities';
 import { exitOnConfigError, loadConfig, redactUrl, requireDatabaseUrl, type Config } from './config';
+import { countDueDocuments } from './db/candidates';
 import { createPool } from './db/pool';
+import { utcDate } from './domain/thresholds';
 import { createLogger, type Logger } from './logger';
+import { createWorkerMetrics, recordCycleEnded, startMetricsServer, type WorkerMetrics } from './metrics';
+import { freePort } from './stack/ports';
 import { temporalConnectionOptions } from './temporal';
+import type { CycleSinks } from './workflows/sinks';
 
 export interface WorkerDeps {
   config: Config;
   connection: NativeConnection;
   pool: pg.Pool;
   logger: Logger;
+  metrics?: WorkerMetrics;
   /** Overrides `config.temporal.taskQueue` (tests use one queue each). */
   taskQueue?: string;
   /** A prebuilt workflow bundle; without it the worker bundles `src/workflows` itself. */
@@ -24,15 +39,32 @@ export interface WorkerDeps {
 /** Path of the workflow code, for bundling (works from `src/` under tsx and from `dist/`). */
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 
+/** The workflow's sinks: metrics recorded in this process, never on replay. */
+export function cycleSinks(metrics: WorkerMetrics | undefined): InjectedSinks<CycleSinks> {
+  return {
+    cycleMetrics: {
+      ownerFailed: { fn: () => metrics?.errors.inc({ kind: 'owner' }) },
+      cycleEnded: { fn: (_info, result) => metrics && recordCycleEnded(metrics, result) },
+      cycleFailed: {
+        fn: () => {
+          metrics?.errors.inc({ kind: 'cycle' });
+          metrics?.cycles.inc({ status: 'failed' });
+        },
+      },
+    },
+  };
+}
+
 /** Creates the worker: the cycle workflow plus the activities built from `deps`. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
-  const { config, connection, pool, logger } = deps;
+  const { config, connection, pool, logger, metrics } = deps;
   return Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities({ pool, logger, config }),
+    activities: createActivities({ pool, logger, config, metrics }),
+    sinks: cycleSinks(metrics),
     // Owner transactions hold a pooled connection each; never run more than the pool can serve.
     maxConcurrentActivityTaskExecutions: config.databasePoolSize,
     shutdownGraceTime: '30s',
@@ -50,14 +82,31 @@ const PINO_TO_SDK: Record<string, LogLevel> = {
 };
 const SDK_TO_PINO = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
 
-/** Sends the SDK's own log lines (including workflow `log.*`, which is replay-safe) to pino. */
-export function installRuntimeLogger(logger: Logger, level: string): void {
+/**
+ * Installs the SDK runtime: its log lines (including workflow `log.*`, which is replay-safe) go to pino,
+ * and, when `sdkMetricsAddress` is given, its worker metrics are served there for `/metrics` to append.
+ */
+export function installRuntime(logger: Logger, level: string, sdkMetricsAddress?: string): void {
   const sdk = logger.child({ component: 'temporal' });
   Runtime.install({
     logger: new DefaultLogger(PINO_TO_SDK[level] ?? 'INFO', ({ level: l, message, meta }) => {
       sdk[SDK_TO_PINO[l]](meta ?? {}, message);
     }),
+    telemetryOptions: sdkMetricsAddress
+      ? { metrics: { prometheus: { bindAddress: sdkMetricsAddress, useSecondsForDurations: true } } }
+      : undefined,
   });
+}
+
+/** Keeps the backlog gauge fresh on scrape, at most every `minIntervalMs`; a failed count keeps the last value. */
+export function backlogRefresher(pool: pg.Pool, config: Config, metrics: WorkerMetrics, minIntervalMs = 15_000) {
+  let last = 0;
+  return async () => {
+    if (Date.now() - last < minIntervalMs) return;
+    last = Date.now();
+    const { thresholdsDays, retentionDays } = config.cycle;
+    metrics.backlog.set(await countDueDocuments(pool, { asOfDate: utcDate(new Date()), thresholdsDays, retentionDays }));
+  };
 }
 
 async function main(): Promise<void> {
@@ -66,22 +115,39 @@ async function main(): Promise<void> {
     return { config, databaseUrl: requireDatabaseUrl(config, 'worker') };
   });
   const logger = createLogger(config.logLevel);
-  installRuntimeLogger(logger, config.logLevel);
+  const sdkMetricsAddress = config.metricsPort ? `127.0.0.1:${await freePort()}` : undefined;
+  installRuntime(logger, config.logLevel, sdkMetricsAddress);
   const pool = createPool(
     { connectionString: databaseUrl, max: config.databasePoolSize, applicationName: 'expiry-reminder-worker' },
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
+  const metrics = createWorkerMetrics(config.cycle.thresholdsDays);
   let connection: NativeConnection | undefined;
+  let server: http.Server | undefined;
   try {
+    if (config.metricsPort) {
+      server = await startMetricsServer({
+        registry: metrics.registry,
+        port: config.metricsPort,
+        beforeScrape: backlogRefresher(pool, config, metrics),
+        extraUrl: `http://${sdkMetricsAddress}/metrics`,
+      });
+    }
     connection = await NativeConnection.connect(temporalConnectionOptions(config));
-    const worker = await createWorker({ config, connection, pool, logger });
+    const worker = await createWorker({ config, connection, pool, logger, metrics });
     logger.info(
-      { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, address: config.temporal.address },
+      {
+        taskQueue: config.temporal.taskQueue,
+        namespace: config.temporal.namespace,
+        address: config.temporal.address,
+        metricsPort: config.metricsPort || undefined,
+      },
       'worker started',
     );
     await worker.run();
     logger.info('worker stopped');
   } finally {
+    server?.close();
     await connection?.close();
     await pool.end();
   }

@@ -16,12 +16,14 @@ import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
 import { deleteExpiredMarkers, markAndEnqueueOwner, tryLockOwner } from '../db/reminders';
 import type { Logger } from '../logger';
+import type { WorkerMetrics } from '../metrics';
 import { toActivityFailure } from './errors';
 
 export interface ActivityDeps {
   pool: pg.Pool;
   logger: Logger;
   config: Pick<Config, 'cycle'>;
+  metrics?: WorkerMetrics;
 }
 
 export interface CandidatePage {
@@ -54,7 +56,7 @@ export interface PruneInput {
 }
 
 /** Builds the activity implementations around the worker's pool, logger and configuration. */
-export function createActivities({ pool, logger, config }: ActivityDeps) {
+export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
   const log = logger.child({ component: 'activities' });
 
   return {
@@ -116,7 +118,9 @@ export function createActivities({ pool, logger, config }: ActivityDeps) {
             },
             'reminder queued',
           );
+          metrics?.reminders.inc({ threshold_days: String(doc.thresholdDays) });
         }
+        if (outcome.won.length > 0) metrics?.ownersNotified.inc();
         return {
           remindersSent: outcome.won.length,
           markersInserted: outcome.markersInserted,

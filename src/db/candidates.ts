@@ -60,3 +60,25 @@ export async function selectCandidatePage(
   );
   return rows;
 }
+
+/**
+ * How many documents are due now by the same predicate as the scan (SPEC §3.1): the reminder backlog.
+ * An index range scan over the window plus one ledger probe per document.
+ */
+export async function countDueDocuments(db: Queryable, window: CandidateWindow): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select count(*)::int as n
+       from profile.person_documents d
+      where d.expires_at is not null
+        and d.expires_at >= $1::date - $3::int
+        and d.expires_at <= $1::date + (select max(t) from unnest($2::int[]) as t)
+        and d.status = 'Active'
+        and not d.is_deleted
+        and not exists (
+          select 1 from profile.document_expiry_reminders r
+           where r.document_id = d.id
+             and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')})`,
+    [window.asOfDate, window.thresholdsDays, window.retentionDays],
+  );
+  return rows[0].n;
+}

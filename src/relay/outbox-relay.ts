@@ -17,6 +17,7 @@ import {
 import { withTransaction } from '../db/pool';
 import { ensureTopic, toKafkaMessage } from '../kafka';
 import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
 import { TOPIC } from '../names';
 
 export interface RelayDeps {
@@ -26,6 +27,7 @@ export interface RelayDeps {
   kafka: Kafka;
   config: Pick<Config, 'relay' | 'kafka'>;
   logger: Logger;
+  metrics?: RelayMetrics;
   /** Called after Kafka acknowledged a batch and before it is marked published (tests inject crashes here). */
   onSent?: (ids: string[]) => Promise<void> | void;
 }
@@ -114,22 +116,32 @@ export class OutboxRelay {
    */
   async publishBatch(): Promise<BatchOutcome> {
     const { relay } = this.deps.config;
-    return withTransaction(this.deps.pool, async (tx) => {
+    const metrics = this.deps.metrics;
+    const endTimer = metrics?.batchDuration.startTimer();
+    const outcome = await withTransaction(this.deps.pool, async (tx): Promise<BatchOutcome & { topics?: string[] }> => {
       const rows = await claimUnpublished(tx, relay.batchSize);
       if (rows.length === 0) return { published: 0 };
       const ids = rows.map((r) => r.id);
+      const topics = rows.map((r) => r.topic);
       try {
         await this.send(rows);
       } catch (err) {
         await markFailed(tx, ids, (err as Error).message);
-        return { failed: err as Error, rows: rows.length };
+        return { failed: err as Error, rows: rows.length, topics };
       }
       await this.deps.onSent?.(ids);
       await markPublished(tx, ids);
-      this.publishedTotal += rows.length;
-      this.log.info({ published: rows.length, total: this.publishedTotal }, 'published');
-      return { published: rows.length };
+      return { published: rows.length, topics };
     });
+    if (outcome.topics) endTimer?.();
+    if ('failed' in outcome) {
+      for (const topic of new Set(outcome.topics)) metrics?.failures.inc({ topic });
+    } else if (outcome.published > 0) {
+      for (const topic of outcome.topics ?? []) metrics?.published.inc({ topic });
+      this.publishedTotal += outcome.published;
+      this.log.info({ published: outcome.published, total: this.publishedTotal }, 'published');
+    }
+    return outcome;
   }
 
   private async send(rows: OutboxMessage[]): Promise<void> {

@@ -4,6 +4,7 @@
  * and `npm run stack`.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { CYCLE_SEARCH_ATTRIBUTES } from '../search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from './ports';
 import { startPostgres, type PostgresServer } from './postgres';
@@ -66,6 +67,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         ui: uiPort !== undefined,
         uiPort,
         log: { format: 'json', level: 'error' },
+        searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
         extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
       },
     });

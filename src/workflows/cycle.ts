@@ -8,10 +8,16 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  ContinueAsNew,
   continueAsNew,
+  isCancellation,
   log,
   proxyActivities,
+  proxySinks,
+  setCurrentDetails,
+  upsertSearchAttributes,
   workflowInfo,
+  type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities, RemindOwnerResult } from '../activities';
 import {
@@ -24,6 +30,8 @@ import {
   type CycleStatus,
   type PageCursor,
 } from '../domain/cycle';
+import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../search-attributes';
+import type { CycleSinks } from './sinks';
 
 const { resolveCycleSettings } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -35,10 +43,11 @@ const { findCandidatePage } = proxyActivities<Activities>({
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
 
-const { remindOwner } = proxyActivities<Activities>({
+const OWNER_ACTIVITY: ActivityOptions = {
   startToCloseTimeout: '1m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-});
+};
+const { remindOwner } = proxyActivities<Activities>(OWNER_ACTIVITY);
 
 const { pruneReminders } = proxyActivities<Activities>({
   startToCloseTimeout: '15m',
@@ -46,17 +55,31 @@ const { pruneReminders } = proxyActivities<Activities>({
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
 
+const { cycleMetrics } = proxySinks<CycleSinks>();
+
 /** History events an owner activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_OWNER = 6;
 
 /** Runs one reminder cycle; see SPEC §3 for what it guarantees. */
 export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
+  try {
+    return await runCycle(input);
+  } catch (err) {
+    if (!isCancellation(err) && !(err instanceof ContinueAsNew)) {
+      cycleMetrics.cycleFailed();
+      upsertSearchAttributes([{ key: REMINDER_OUTCOME, value: 'failed' }]);
+    }
+    throw err;
+  }
+}
+
+async function runCycle(input: CycleInput): Promise<CycleResult> {
   const jobRunId = workflowInfo().workflowId;
   const first = input.continuation === undefined;
   const state: CycleContinuation = input.continuation ?? {
     // Settings are fixed once per cycle, here, and travel with it through continue-as-new.
     settings: await CancellationScope.nonCancellable(() =>
-      resolveCycleSettings({ ...withoutContinuation(input), startedAt: new Date().toISOString() }),
+      resolveCycleSettings({ ...withoutContinuation(input), startedAt: defaultAsOf().toISOString() }),
     ),
     startedAtMs: Date.now(),
     cursor: null,
@@ -67,6 +90,7 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
   const counts: CycleCounts = { ...state.counts };
   let cursor: PageCursor | null = state.cursor;
   const deadline = state.startedAtMs + settings.maxRunDurationMs;
+  const progress = () => showProgress(settings, counts, state.runs);
 
   if (first) {
     log.info('cycle started', {
@@ -75,7 +99,13 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
       thresholdsDays: settings.thresholdsDays,
       batchSize: settings.batchSize,
     });
+    upsertSearchAttributes([
+      { key: REMINDER_AS_OF, value: new Date(settings.asOf) },
+      { key: REMINDER_OUTCOME, value: 'running' },
+      { key: REMINDERS_SENT, value: 0 },
+    ]);
   }
+  progress();
 
   let cancelled = false;
   // Cancellation is observed, not propagated: in-flight owner transactions run to their end and the
@@ -111,7 +141,8 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
       owners: page.ownerIds.length,
     });
 
-    const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason);
+    const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason, progress);
+    upsertSearchAttributes([{ key: REMINDERS_SENT, value: counts.remindersSent }]);
     if (pageStop) {
       status = pageStop;
       break;
@@ -144,7 +175,13 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
     durationMs: Date.now() - state.startedAtMs,
     runs: state.runs,
   };
-  log.info('cycle completed', { ...result });
+  upsertSearchAttributes([
+    { key: REMINDER_OUTCOME, value: status },
+    { key: REMINDERS_SENT, value: counts.remindersSent },
+  ]);
+  setCurrentDetails(`**${status}** · ${progressLine(settings, counts, state.runs)} · pruned ${pruned} · ${result.durationMs} ms`);
+  cycleMetrics.cycleEnded(result);
+  log.info('cycle completed', { ...result, prunedCount: pruned });
   return result;
 }
 
@@ -158,6 +195,7 @@ async function remindOwners(
   jobRunId: string,
   counts: CycleCounts,
   stopReason: () => CycleStatus | undefined,
+  progress: () => void,
 ): Promise<CycleStatus | undefined> {
   const inFlight = new Set<Promise<void>>();
   let stopped: CycleStatus | undefined;
@@ -166,25 +204,51 @@ async function remindOwners(
     stopped = stopReason();
     if (stopped) break;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
-      remindOwner({
-        ownerUserId,
-        asOf: settings.asOf,
-        asOfDate: settings.asOfDate,
-        thresholdsDays: settings.thresholdsDays,
-        retentionDays: settings.retentionDays,
-        correlationId: jobRunId,
-      }),
-    ).then(
-      (r) => tally(counts, r),
-      (err: unknown) => {
-        counts.failedOwners += 1;
-        log.warn('owner failed', { jobRunId, ownerUserId, error: describeFailure(err) });
-      },
-    ).finally(() => inFlight.delete(run));
+      // The summary (owner id only) names the activity in the Web UI's timeline.
+      remindOwner.executeWithOptions({ ...OWNER_ACTIVITY, summary: `owner ${ownerUserId}` }, [
+        {
+          ownerUserId,
+          asOf: settings.asOf,
+          asOfDate: settings.asOfDate,
+          thresholdsDays: settings.thresholdsDays,
+          retentionDays: settings.retentionDays,
+          correlationId: jobRunId,
+        },
+      ]),
+    )
+      .then(
+        (r) => tally(counts, r),
+        (err: unknown) => {
+          counts.failedOwners += 1;
+          cycleMetrics.ownerFailed();
+          log.warn('owner failed', { jobRunId, ownerUserId, error: describeFailure(err) });
+        },
+      )
+      .finally(() => {
+        inFlight.delete(run);
+        progress();
+      });
     inFlight.add(run);
   }
   await Promise.all(inFlight);
   return stopped ?? stopReason();
+}
+
+/** AsOf when the input names none: the schedule's action time (so a backfill computes as of its day), else now. */
+function defaultAsOf(): Date {
+  return workflowInfo().typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME) ?? new Date();
+}
+
+function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number): string {
+  return (
+    `AsOf ${settings.asOfDate} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
+    `owners ${counts.ownersProcessed} done, ${counts.failedOwners} failed · reminders ${counts.remindersSent} · run ${runs}`
+  );
+}
+
+/** Live progress in the Web UI's "current details" (not recorded in history). */
+function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number): void {
+  setCurrentDetails(`Running · ${progressLine(settings, counts, runs)}`);
 }
 
 function tally(counts: CycleCounts, r: RemindOwnerResult): void {

@@ -1,0 +1,149 @@
+/**
+ * Prometheus metrics (SPEC §6) with prom-client, and the `/metrics` endpoint the worker and the relay
+ * serve. The Temporal SDK's own worker metrics come from its Rust core's exporter on a loopback port and
+ * are appended to the same page, so one scrape target carries both.
+ */
+import http from 'node:http';
+import client from 'prom-client';
+import type { CycleResult, CycleStatus } from './domain/cycle';
+
+const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];
+export const ERROR_KINDS = ['owner', 'cycle'] as const;
+
+/** The worker's metrics. Every known label value starts at 0, so the first increment after a restart shows as one. */
+export function createWorkerMetrics(thresholdsDays: readonly number[], registry = new client.Registry()) {
+  const m = {
+    registry,
+    reminders: new client.Counter({
+      name: 'profile_document_expiry_reminders_total',
+      help: 'Reminders sent: documents that went into an event, by the threshold they were reminded at.',
+      labelNames: ['threshold_days'],
+      registers: [registry],
+    }),
+    ownersNotified: new client.Counter({
+      name: 'profile_document_expiry_reminder_owners_notified_total',
+      help: 'Investors who got an event.',
+      registers: [registry],
+    }),
+    cycleDuration: new client.Histogram({
+      name: 'profile_document_expiry_reminder_cycle_duration_seconds',
+      help: 'Wall time of a cycle, from its start to its result, by how it ended.',
+      labelNames: ['status'],
+      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
+      registers: [registry],
+    }),
+    cycles: new client.Counter({
+      name: 'profile_document_expiry_reminder_cycles_total',
+      help: 'Cycles ended, by how they ended (completed, time-limit, cancelled, failed).',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
+    lastSuccess: new client.Gauge({
+      name: 'profile_document_expiry_reminder_last_success_timestamp_seconds',
+      help: 'Unix time of the last cycle this worker saw end as completed (0 until one does).',
+      registers: [registry],
+    }),
+    errors: new client.Counter({
+      name: 'profile_document_expiry_reminder_errors_total',
+      help: 'Failures: owner = an owner transaction failed after its retries; cycle = a cycle failed outright.',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    backlog: new client.Gauge({
+      name: 'profile_document_expiry_reminder_backlog',
+      help: 'Documents due now (active, in the window, no marker for their current threshold): what the next cycle would remind.',
+      registers: [registry],
+    }),
+  };
+  for (const t of thresholdsDays) m.reminders.inc({ threshold_days: String(t) }, 0);
+  for (const status of CYCLE_STATUSES) {
+    m.cycles.inc({ status }, 0);
+    if (status !== 'failed') m.cycleDuration.zero({ status });
+  }
+  for (const kind of ERROR_KINDS) m.errors.inc({ kind }, 0);
+  return m;
+}
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
+
+/** Records a cycle's end (called through the workflow's sink, once per cycle, never on replay). */
+export function recordCycleEnded(m: WorkerMetrics, result: CycleResult, nowMs = Date.now()): void {
+  m.cycles.inc({ status: result.status });
+  m.cycleDuration.observe({ status: result.status }, result.durationMs / 1000);
+  if (result.status === 'completed') m.lastSuccess.set(Math.floor(nowMs / 1000));
+}
+
+/** The relay's metrics. */
+export function createRelayMetrics(registry = new client.Registry()) {
+  return {
+    registry,
+    published: new client.Counter({
+      name: 'profile_outbox_relay_published_total',
+      help: 'Outbox rows published to Kafka (acknowledged and marked).',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    failures: new client.Counter({
+      name: 'profile_outbox_relay_publish_failures_total',
+      help: 'Batches whose publish failed (recorded on the rows and retried).',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
+    batchDuration: new client.Histogram({
+      name: 'profile_outbox_relay_batch_duration_seconds',
+      help: 'Claim, produce and mark of one batch.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    backlog: new client.Gauge({
+      name: 'profile_outbox_backlog_messages',
+      help: 'Unpublished outbox rows.',
+      registers: [registry],
+    }),
+    oldestAge: new client.Gauge({
+      name: 'profile_outbox_oldest_unpublished_age_seconds',
+      help: 'Age of the oldest unpublished outbox row, 0 when none: the outbox lag.',
+      registers: [registry],
+    }),
+  };
+}
+export type RelayMetrics = ReturnType<typeof createRelayMetrics>;
+
+export interface MetricsServerOptions {
+  registry: client.Registry;
+  port: number;
+  host?: string;
+  /** Refreshes gauges that are read from the database; failures keep the last value. */
+  beforeScrape?: () => Promise<void>;
+  /** A Prometheus text page to append (the Temporal SDK's own exporter). */
+  extraUrl?: string;
+}
+
+/** Serves `/metrics` (and `/healthz`); resolves with the server once listening. */
+export async function startMetricsServer(options: MetricsServerOptions): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    (async () => {
+      await options.beforeScrape?.().catch(() => {});
+      let body = await options.registry.metrics();
+      if (options.extraUrl) body += await fetchText(options.extraUrl).catch(() => '');
+      res.writeHead(200, { 'content-type': options.registry.contentType }).end(body);
+    })().catch((err: Error) => res.writeHead(500).end(err.message));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
+  });
+  return server;
+}
+
+async function fetchText(url: string): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+  return res.ok ? `\n${await res.text()}` : '';
+}
