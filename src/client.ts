@@ -11,6 +11,7 @@ import { isIsoDate, utcDate } from './domain/thresholds';
 import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './names';
 import { applySchedule, ensureSearchAttributes, triggerSchedule } from './schedule';
 import { temporalConnectionOptions } from './temporal';
+import { manualCycleMetadata } from './ui-metadata';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
 async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
@@ -43,6 +44,7 @@ export async function runCycleCommand(
     taskQueue: config.temporal.taskQueue,
     workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
     args: [input],
+    ...manualCycleMetadata(options.asOf, config),
   });
   const ids = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
   if (!options.wait) return ids;

@@ -11,17 +11,19 @@ import type { Config } from './config';
 import type { documentExpiryReminderCycle } from './workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
 import { CYCLE_SEARCH_ATTRIBUTES } from './search-attributes';
+import { scheduledCycleMetadata } from './ui-metadata';
 
 type CycleWorkflow = typeof documentExpiryReminderCycle;
 
-function desired(config: Pick<Config, 'temporal' | 'schedule'>): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
+function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
   const action: ScheduleOptionsStartWorkflowAction<CycleWorkflow> = {
     type: 'startWorkflow',
     workflowType: WORKFLOW_TYPE,
     taskQueue: config.temporal.taskQueue,
     workflowId: SCHEDULED_WORKFLOW_ID,
-    // Empty input: the worker's configuration decides, and AsOf is fixed when the cycle starts.
+    // Empty input: the worker's configuration decides, and AsOf is the action time.
     args: [{}],
+    ...scheduledCycleMetadata(config),
   };
   return {
     spec: { intervals: [{ every: config.schedule.intervalMs, offset: config.schedule.offsetMs }] },
@@ -42,7 +44,7 @@ function desired(config: Pick<Config, 'temporal' | 'schedule'>): Omit<ScheduleOp
  */
 export async function applySchedule(
   client: Client,
-  config: Pick<Config, 'temporal' | 'schedule'>,
+  config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>,
 ): Promise<'created' | 'updated'> {
   const want = desired(config);
   try {
