@@ -42,6 +42,8 @@ export interface Config {
     cleanupIntervalMs: number;
   };
   schedule: { intervalMs: number; offsetMs: number };
+  /** OpenTelemetry export: off unless an OTLP endpoint is set. */
+  tracing: { otlpEndpoint?: string; serviceName?: string };
   /** Port of `/metrics`; 0 turns the endpoint off. */
   metricsPort: number;
   logLevel: string;
@@ -160,6 +162,8 @@ const schema = z.object({
   OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
   RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
   METRICS_PORT: wholeNumber(0, 65_535).default(9464),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url('expected an OTLP/HTTP URL such as http://otel-collector:4318').optional(),
+  OTEL_SERVICE_NAME: z.string().regex(/^\S+$/, 'expected a service name without spaces').optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
@@ -266,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
     metricsPort: v.METRICS_PORT,
+    tracing: { otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME },
     logLevel: v.LOG_LEVEL,
   };
 }

@@ -10,6 +10,7 @@ import { createLogger } from './logger';
 import { createRelayMetrics, startMetricsServer } from './metrics';
 import { TOPIC } from './names';
 import { OutboxRelay } from './relay/outbox-relay';
+import { createTracing } from './tracing';
 
 async function main(): Promise<void> {
   const { config, databaseUrl } = exitOnConfigError(() => {
@@ -24,7 +25,16 @@ async function main(): Promise<void> {
   const metrics = createRelayMetrics();
   metrics.published.inc({ topic: TOPIC }, 0);
   metrics.failures.inc({ topic: TOPIC }, 0);
-  const relay = new OutboxRelay({ pool, listenUrl: databaseUrl, kafka: createKafka(config, logger), config, logger, metrics });
+  const tracing = createTracing({ serviceName: config.tracing.serviceName ?? 'expiry-reminder-relay', otlpEndpoint: config.tracing.otlpEndpoint });
+  const relay = new OutboxRelay({
+    pool,
+    listenUrl: databaseUrl,
+    kafka: createKafka(config, logger),
+    config,
+    logger,
+    metrics,
+    tracer: tracing.tracer,
+  });
   const server = config.metricsPort
     ? await startMetricsServer({
         registry: metrics.registry,
@@ -50,6 +60,7 @@ async function main(): Promise<void> {
     server?.close();
     await relay.stop();
     await pool.end();
+    await tracing.shutdown();
     logger.info({ published: relay.publishedTotal }, 'relay stopped');
   }
 }

@@ -12,6 +12,11 @@ import {
   type LogLevel,
   type WorkerOptions,
 } from '@temporalio/worker';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import type pg from 'pg';
 import { createActivities } from './activities';
 import { exitOnConfigError, loadConfig, redactUrl, requireDatabaseUrl, type Config } from './config';
@@ -22,6 +27,7 @@ import { createLogger, type Logger } from './logger';
 import { createWorkerMetrics, recordCycleEnded, startMetricsServer, type WorkerMetrics } from './metrics';
 import { freePort } from './stack/ports';
 import { temporalConnectionOptions } from './temporal';
+import { createTracing, OTEL_WORKFLOW_INTERCEPTORS, type Tracing } from './tracing';
 import type { CycleSinks } from './workflows/sinks';
 
 export interface WorkerDeps {
@@ -30,6 +36,8 @@ export interface WorkerDeps {
   pool: pg.Pool;
   logger: Logger;
   metrics?: WorkerMetrics;
+  /** Span export; without it spans are created and dropped. */
+  tracing?: Tracing;
   /** Overrides `config.temporal.taskQueue` (tests use one queue each). */
   taskQueue?: string;
   /** A prebuilt workflow bundle; without it the worker bundles `src/workflows` itself. */
@@ -58,13 +66,26 @@ export function cycleSinks(metrics: WorkerMetrics | undefined): InjectedSinks<Cy
 /** Creates the worker: the cycle workflow plus the activities built from `deps`. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const { config, connection, pool, logger, metrics } = deps;
+  const tracing = deps.tracing ?? createTracing({ serviceName: 'expiry-reminder-worker' });
   return Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    // A prebuilt bundle must include OTEL_WORKFLOW_INTERCEPTORS itself (see bundleWorkflowCode).
+    ...(deps.workflowBundle
+      ? { workflowBundle: deps.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH }),
+    interceptors: {
+      ...(deps.workflowBundle ? {} : { workflowModules: [OTEL_WORKFLOW_INTERCEPTORS] }),
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
+    },
     activities: createActivities({ pool, logger, config, metrics }),
-    sinks: cycleSinks(metrics),
+    sinks: { ...cycleSinks(metrics), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
     // Owner transactions hold a pooled connection each; never run more than the pool can serve.
     maxConcurrentActivityTaskExecutions: config.databasePoolSize,
     shutdownGraceTime: '30s',
@@ -122,6 +143,7 @@ async function main(): Promise<void> {
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createWorkerMetrics(config.cycle.thresholdsDays);
+  const tracing = createTracing({ serviceName: config.tracing.serviceName ?? 'expiry-reminder-worker', otlpEndpoint: config.tracing.otlpEndpoint });
   let connection: NativeConnection | undefined;
   let server: http.Server | undefined;
   try {
@@ -134,7 +156,7 @@ async function main(): Promise<void> {
       });
     }
     connection = await NativeConnection.connect(temporalConnectionOptions(config));
-    const worker = await createWorker({ config, connection, pool, logger, metrics });
+    const worker = await createWorker({ config, connection, pool, logger, metrics, tracing });
     logger.info(
       {
         taskQueue: config.temporal.taskQueue,
@@ -150,6 +172,7 @@ async function main(): Promise<void> {
     server?.close();
     await connection?.close();
     await pool.end();
+    await tracing.shutdown();
   }
 }
 

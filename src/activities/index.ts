@@ -2,6 +2,7 @@
  * Activities of the cycle, built by the worker from its dependencies. Results carry ids and counts
  * only: they are recorded in workflow history, which every operator can read.
  */
+import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
@@ -17,6 +18,7 @@ import { withTransaction } from '../db/pool';
 import { deleteExpiredMarkers, markAndEnqueueOwner, tryLockOwner } from '../db/reminders';
 import type { Logger } from '../logger';
 import type { WorkerMetrics } from '../metrics';
+import { currentTraceparent } from '../tracing';
 import { toActivityFailure } from './errors';
 
 export interface ActivityDeps {
@@ -97,10 +99,11 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
 
     /** SPEC §3.2 for one owner, in one transaction: markers, and the outbox row when anything was won. */
     async remindOwner(input: RemindOwnerInput): Promise<RemindOwnerResult> {
+      otel.trace.getActiveSpan()?.setAttributes({ ownerUserId: input.ownerUserId, correlationId: input.correlationId });
       try {
         const outcome = await withTransaction(pool, async (tx) => {
           if (!(await tryLockOwner(tx, input.ownerUserId))) return undefined;
-          return markAndEnqueueOwner(tx, input);
+          return markAndEnqueueOwner(tx, { ...input, traceContext: currentTraceparent() });
         });
         if (!outcome) {
           log.info({ ownerUserId: input.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, skipped');

@@ -15,6 +15,8 @@ export interface OutboxMessage {
   payload: unknown;
   correlation_id: string;
   attempts: number;
+  /** W3C traceparent of the owner transaction that wrote the row, when it was traced. */
+  trace_context: string | null;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function claimUnpublished(db: Queryable, limit: number): Promise<Ou
           for update skip locked
      )
      select o.id, o.aggregate_type, o.aggregate_id, o.topic, o.message_key, o.event_type, o.contract_version,
-            o.payload, o.correlation_id, o.attempts
+            o.payload, o.correlation_id, o.attempts, o.trace_context
        from batch b
        join profile.outbox_messages o on o.id = b.id
       where not exists (

@@ -40,6 +40,8 @@ export interface OwnerStatementParams extends CandidateWindow {
   /** AsOf as an ISO instant: `reminded_at` of the markers and `remindedAt` of the event. */
   asOf: string;
   correlationId: string;
+  /** W3C traceparent of the owner span, stored with the event for the relay's span. */
+  traceContext?: string;
 }
 
 /**
@@ -83,7 +85,8 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
      ),
      event as (
        insert into profile.outbox_messages
-              (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id)
+              (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
+               correlation_id, trace_context)
        select gen_random_uuid(), $7, $1, $8, $1::text, $9, $10,
               jsonb_build_object(
                 'ownerUserId', $1::text,
@@ -95,7 +98,7 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
                   'expiresAt', won.expires_at,
                   'thresholdDays', won.current_threshold,
                   'daysLeft', won.days_left) order by won.expires_at, won.id)),
-              $11
+              $11, $12
          from won
        having count(*) > 0
      )
@@ -117,6 +120,7 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
       EVENT_TYPE,
       CONTRACT_VERSION,
       p.correlationId,
+      p.traceContext ?? null,
     ],
   );
   const { due, inserted, won } = rows[0];

@@ -2,6 +2,7 @@
  * The outbox relay: publishes `profile.outbox_messages` rows to Kafka at least once, in order per key,
  * and marks them published in the same transaction that claimed them. Several relays may run at once.
  */
+import * as otel from '@opentelemetry/api';
 import type { Kafka, Producer } from 'kafkajs';
 import pg from 'pg';
 import type { Config } from '../config';
@@ -19,6 +20,7 @@ import { ensureTopic, toKafkaMessage } from '../kafka';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { TOPIC } from '../names';
+import { contextFromTraceparent } from '../tracing';
 
 export interface RelayDeps {
   pool: pg.Pool;
@@ -28,6 +30,8 @@ export interface RelayDeps {
   config: Pick<Config, 'relay' | 'kafka'>;
   logger: Logger;
   metrics?: RelayMetrics;
+  /** Spans "outbox publish", one per row, children of the owner span that wrote it. */
+  tracer?: otel.Tracer;
   /** Called after Kafka acknowledged a batch and before it is marked published (tests inject crashes here). */
   onSent?: (ids: string[]) => Promise<void> | void;
 }
@@ -145,6 +149,34 @@ export class OutboxRelay {
   }
 
   private async send(rows: OutboxMessage[]): Promise<void> {
+    const tracer = this.deps.tracer ?? otel.trace.getTracer('expiry-reminder-relay');
+    const spans = rows.map((row) =>
+      tracer.startSpan(
+        'outbox publish',
+        {
+          kind: otel.SpanKind.PRODUCER,
+          attributes: {
+            correlationId: row.correlation_id,
+            messageId: row.id,
+            ownerUserId: row.aggregate_id,
+            'messaging.destination.name': row.topic,
+            attempt: row.attempts + 1,
+          },
+        },
+        contextFromTraceparent(row.trace_context),
+      ),
+    );
+    try {
+      await this.produce(rows);
+    } catch (err) {
+      for (const span of spans) span.setStatus({ code: otel.SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      for (const span of spans) span.end();
+    }
+  }
+
+  private async produce(rows: OutboxMessage[]): Promise<void> {
     const producer = await this.connectedProducer();
     const byTopic = new Map<string, OutboxMessage[]>();
     for (const row of rows) byTopic.set(row.topic, [...(byTopic.get(row.topic) ?? []), row]);

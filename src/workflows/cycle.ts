@@ -4,6 +4,7 @@
  * sends a reminder; the workflow only decides what to try next, and carries ids and counts, never
  * document values.
  */
+import * as otel from '@opentelemetry/api';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -57,6 +58,12 @@ const { pruneReminders } = proxyActivities<Activities>({
 
 const { cycleMetrics } = proxySinks<CycleSinks>();
 
+/**
+ * Spans from workflow code go through the tracer that Temporal's OpenTelemetry workflow interceptors
+ * register in the workflow sandbox (exported through a sink, never on replay); without them it is a no-op.
+ */
+const tracer = otel.trace.getTracer('expiry-reminder-cycle');
+
 /** History events an owner activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_OWNER = 6;
 
@@ -92,6 +99,12 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const deadline = state.startedAtMs + settings.maxRunDurationMs;
   const progress = () => showProgress(settings, counts, state.runs);
 
+  otel.trace.getActiveSpan()?.setAttributes({
+    correlationId: jobRunId,
+    asOf: settings.asOf,
+    batchSize: settings.batchSize,
+    run: state.runs,
+  });
   if (first) {
     log.info('cycle started', {
       jobRunId,
@@ -129,19 +142,30 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
       status = stop;
       break;
     }
-    const page = await CancellationScope.nonCancellable(() =>
-      findCandidatePage({ window, cursor, batchSize: settings.batchSize }),
+    const { page, pageStop } = await tracer.startActiveSpan(
+      'page',
+      { attributes: { correlationId: jobRunId, page: counts.pages + 1, batchSize: settings.batchSize } },
+      async (span) => {
+        try {
+          const page = await CancellationScope.nonCancellable(() =>
+            findCandidatePage({ window, cursor, batchSize: settings.batchSize }),
+          );
+          counts.pages += 1;
+          counts.documentsSeen += page.documentCount;
+          span.setAttributes({ documentCount: page.documentCount, owners: page.ownerIds.length });
+          log.info('batch selected', {
+            jobRunId,
+            page: counts.pages,
+            count: page.documentCount,
+            owners: page.ownerIds.length,
+          });
+          const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason, progress);
+          return { page, pageStop };
+        } finally {
+          span.end();
+        }
+      },
     );
-    counts.pages += 1;
-    counts.documentsSeen += page.documentCount;
-    log.info('batch selected', {
-      jobRunId,
-      page: counts.pages,
-      count: page.documentCount,
-      owners: page.ownerIds.length,
-    });
-
-    const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason, progress);
     upsertSearchAttributes([{ key: REMINDERS_SENT, value: counts.remindersSent }]);
     if (pageStop) {
       status = pageStop;

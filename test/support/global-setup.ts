@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { OTEL_WORKFLOW_INTERCEPTORS } from '../../src/tracing';
 import { WORKFLOWS_PATH } from '../../src/worker';
 
 const READY = 'STACK_READY ';
@@ -34,7 +35,11 @@ export default async function globalSetup(): Promise<void> {
     (globalThis as { __stack?: ChildProcess }).__stack = child;
     Object.assign(process.env, env);
   }
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [OTEL_WORKFLOW_INTERCEPTORS],
+    logger: quietLogger,
+  });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-bundle-'));
   const codePath = path.join(dir, 'workflow-bundle.js');
   fs.writeFileSync(codePath, code);

@@ -16,6 +16,7 @@ import { REDACTED_PATHS } from '../../src/logger';
 import { WORKFLOW_TYPE } from '../../src/names';
 import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
 import { createDatabase, databaseUrl } from '../../src/stack/postgres';
+import type { Tracing } from '../../src/tracing';
 import { createWorker } from '../../src/worker';
 
 function required(name: string): string {
@@ -102,7 +103,7 @@ export interface TestWorker {
 /** A worker on a task queue of its own, running the real workflow bundle and real activities. */
 export async function startTestWorker(
   db: TestDatabase,
-  options: { taskQueue?: string; config?: Config } = {},
+  options: { taskQueue?: string; config?: Config; tracing?: Tracing } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
   const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
@@ -113,6 +114,7 @@ export async function startTestWorker(
     pool: db.worker,
     logger: logs.logger,
     taskQueue,
+    tracing: options.tracing,
     workflowBundle: { codePath: required('WORKFLOW_BUNDLE_PATH') },
   });
   const running = worker.run();

@@ -1,0 +1,248 @@
+/**
+ * What an on-call engineer sees, checked against real processes: the worker and the relay run as
+ * `npm run worker` / `npm run relay` would, their logs and `/metrics` are read back, and a traced cycle
+ * is checked span by span.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { loadConfig } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { createKafka } from '../../src/kafka';
+import { OutboxRelay } from '../../src/relay/outbox-relay';
+import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
+import { freePort } from '../../src/stack/ports';
+import { databaseUrl } from '../../src/stack/postgres';
+import { createTracing } from '../../src/tracing';
+import { insertDocuments, markers, outbox } from '../support/data';
+import { historyBytes } from '../support/history';
+import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+
+const root = path.resolve(__dirname, '..', '..');
+let db: TestDatabase;
+let relayUrl: string;
+let temporal: { client: Client; close(): Promise<void> };
+
+beforeAll(async () => {
+  db = await createTestDatabase('observability');
+  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
+  temporal = await connectClient();
+});
+afterAll(async () => {
+  await temporal?.close();
+  await db?.close();
+});
+beforeEach(() => resetData(db));
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+  stop(): Promise<number | null>;
+}
+
+/** Starts `src/<entry>.ts` as its own process, like `npm run <entry>`, and waits for `ready` in its log. */
+async function startProcess(entry: string, env: Record<string, string>, ready: string): Promise<Proc> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', `${entry}.ts`)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (output.join('').includes(ready)) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before it was ready:\n${output.join('')}`)));
+  });
+  return {
+    child,
+    output,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function scrape(port: number): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+/** The value of one sample, e.g. sample(text, 'profile_document_expiry_reminders_total{threshold_days="7"}'). */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+function metricNames(text: string): Set<string> {
+  return new Set(
+    text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.split(/[{ ]/)[0]),
+  );
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('worker and relay processes: logs carry the five cycle events and no document value or secret; /metrics matches the ledger and outbox; every alert and dashboard metric exists', async () => {
+  const today = new Date().toISOString().slice(0, 10);
+  const canary = `CANARY${crypto.randomBytes(4).toString('hex')}`;
+  const failing = crypto.randomUUID();
+  const docs = await insertDocuments(db.admin, today, [
+    { daysLeft: 30, numberMask: `**** ${canary}1` },
+    { daysLeft: 7, numberMask: `**** ${canary}2` },
+    { daysLeft: 7, numberMask: `**** ${canary}3` },
+    { daysLeft: -2, numberMask: `**** ${canary}4` },
+    { ownerUserId: failing, daysLeft: 1, numberMask: `**** ${canary}5` },
+  ]);
+  await db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [`${canary}-cipher`]);
+  await db.admin.query(`
+    create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
+    begin
+      if new.owner_user_id = '${failing}' then raise exception 'rejected for the test' using errcode = '22023'; end if;
+      return new;
+    end $$;
+    create trigger test_reject_owner before insert on profile.document_expiry_reminders
+      for each row execute function profile.test_reject_owner();`);
+
+  const taskQueue = `obs-${crypto.randomUUID()}`;
+  const [workerPort, relayPort] = [await freePort(), await freePort()];
+  const worker = await startProcess(
+    'worker',
+    { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: String(workerPort), LOG_LEVEL: 'info' },
+    'worker started',
+  );
+  const relay = await startProcess(
+    'relay',
+    { DATABASE_URL: relayUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, METRICS_PORT: String(relayPort), RELAY_POLL_INTERVAL: '200ms', LOG_LEVEL: 'info' },
+    'relay started',
+  );
+  let workerMetrics: string;
+  let relayMetrics: string;
+  let handle;
+  try {
+    handle = await startCycle(temporal.client, taskQueue, {});
+    const result = (await handle.result()) as { remindersSent: number; failedOwners: number };
+    expect(result).toEqual(expect.objectContaining({ remindersSent: 4, failedOwners: 1 }));
+    await waitFor(async () => (await db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0);
+    workerMetrics = await scrape(workerPort);
+    relayMetrics = await scrape(relayPort);
+  } finally {
+    expect(await relay.stop()).toBe(0);
+    expect(await worker.stop()).toBe(0);
+    await db.admin.query('drop trigger if exists test_reject_owner on profile.document_expiry_reminders');
+  }
+
+  // Metrics agree with what the database says happened.
+  const rows = await outbox(db.admin);
+  const sent = rows.flatMap((r) => r.payload.documents);
+  for (const t of [30, 7, 1, 0]) {
+    expect(sample(workerMetrics, `profile_document_expiry_reminders_total{threshold_days="${t}"}`)).toBe(
+      sent.filter((d) => d.thresholdDays === t).length,
+    );
+  }
+  const carried = (await markers(db.admin)).filter((m) => sent.some((d) => d.documentId === m.document_id && d.thresholdDays === m.threshold_days));
+  expect(sent).toHaveLength(carried.length);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_owners_notified_total')).toBe(rows.length);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_cycles_total{status="completed"}')).toBe(1);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_cycle_duration_seconds_count{status="completed"}')).toBe(1);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_errors_total{kind="owner"}')).toBe(1);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_last_success_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 300);
+  // Only the failing owner's document is still due.
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_backlog')).toBe(1);
+  expect([...metricNames(workerMetrics)].some((n) => n.startsWith('temporal_'))).toBe(true);
+  expect(sample(relayMetrics, 'profile_outbox_relay_published_total{topic="pin.profile.document-expiry-reminders.v1"}')).toBe(rows.length);
+  expect(sample(relayMetrics, 'profile_outbox_backlog_messages')).toBe(0);
+  expect(sample(relayMetrics, 'profile_outbox_oldest_unpublished_age_seconds')).toBe(0);
+
+  // Every metric the alerts and the dashboard use exists in a real scrape.
+  const scraped = new Set([...metricNames(workerMetrics), ...metricNames(relayMetrics), 'up']);
+  const used = new Set<string>();
+  for (const file of ['ops/prometheus/alerts.yml', 'ops/grafana/profile-overview.json']) {
+    for (const m of fs.readFileSync(path.join(root, file), 'utf8').matchAll(/\b(?:profile|temporal)_[a-z0-9_]+/g)) used.add(m[0]);
+  }
+  expect(used.size).toBeGreaterThan(5);
+  expect([...used].filter((name) => !scraped.has(name))).toEqual([]);
+
+  // Logs: the five events, and no document value, cipher or password anywhere.
+  const logText = [...worker.output, ...relay.output].join('');
+  const lines = logText.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  for (const msg of ['cycle started', 'batch selected', 'reminder queued', 'cycle completed', 'owner failed']) {
+    expect(lines.filter((l) => l.msg === msg).length).toBeGreaterThan(0);
+  }
+  expect(lines.find((l) => l.msg === 'cycle started')).toEqual(expect.objectContaining({ jobRunId: handle.workflowId, asOf: expect.any(String), thresholdsDays: [30, 7, 1, 0] }));
+  expect(lines.find((l) => l.msg === 'owner failed')).toEqual(expect.objectContaining({ ownerUserId: failing, error: expect.stringContaining('22023') }));
+  expect(lines.find((l) => l.msg === 'cycle completed')).toEqual(expect.objectContaining({ remindersSent: 4, prunedCount: 0, durationMs: expect.any(Number) }));
+  for (const secret of [canary, LOCAL_ROLE_PASSWORDS.worker, LOCAL_ROLE_PASSWORDS.relay]) expect(logText).not.toContain(secret);
+  const history = await historyBytes(handle);
+  expect(history.includes(docs[0].id)).toBe(false);
+  expect(history.includes(canary)).toBe(false);
+});
+
+test('a traced cycle and relay form the span tree cycle → page → owner → outbox publish, correlated by jobRunId', async () => {
+  const exporter = new InMemorySpanExporter();
+  const tracing = createTracing({ serviceName: 'expiry-reminder-test', spanProcessor: new SimpleSpanProcessor(exporter) });
+  const owners = [crypto.randomUUID(), crypto.randomUUID()];
+  await insertDocuments(db.admin, '2026-12-02', [
+    { ownerUserId: owners[0], daysLeft: 7 },
+    { ownerUserId: owners[1], daysLeft: 0 },
+  ]);
+  const w = await startTestWorker(db, { tracing });
+  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-12-02', batchSize: 10 });
+  await handle.result();
+  await w.stop();
+
+  const relayPool: pg.Pool = createPool({ connectionString: relayUrl, max: 2 });
+  const config = loadConfig({ KAFKA_BROKERS: process.env.KAFKA_BROKERS!, DATABASE_URL: relayUrl, RELAY_POLL_INTERVAL: '200ms' });
+  const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: new CapturedLogs().logger, tracer: tracing.tracer });
+  await relay.start();
+  try {
+    await waitFor(async () => exporter.getFinishedSpans().filter((s) => s.name === 'outbox publish').length === 2);
+  } finally {
+    await relay.stop();
+    await relayPool.end();
+  }
+  await waitFor(async () => exporter.getFinishedSpans().some((s) => s.name.startsWith('RunWorkflow')));
+
+  const spans = exporter.getFinishedSpans();
+  const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+  const parent = (s: ReadableSpan) => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
+  const cycle = spans.find((s) => s.name === 'RunWorkflow:documentExpiryReminderCycle')!;
+  expect(cycle.attributes).toEqual(expect.objectContaining({ correlationId: handle.workflowId, batchSize: 10 }));
+  const page = spans.find((s) => s.name === 'page')!;
+  expect(parent(page)).toBe(cycle);
+  expect(page.attributes).toEqual(expect.objectContaining({ correlationId: handle.workflowId, documentCount: 2, owners: 2 }));
+
+  const publishes = spans.filter((s) => s.name === 'outbox publish');
+  expect(publishes.map((s) => s.attributes.ownerUserId).sort()).toEqual([...owners].sort());
+  for (const publish of publishes) {
+    expect(publish.attributes.correlationId).toBe(handle.workflowId);
+    expect(publish.spanContext().traceId).toBe(cycle.spanContext().traceId);
+    // outbox publish → RunActivity:remindOwner → StartActivity:remindOwner → page → RunWorkflow
+    const ownerRun = parent(publish)!;
+    expect(ownerRun.name).toBe('RunActivity:remindOwner');
+    expect(ownerRun.attributes).toEqual(expect.objectContaining({ ownerUserId: publish.attributes.ownerUserId, correlationId: handle.workflowId }));
+    const scheduled = parent(ownerRun)!;
+    expect(scheduled.name).toBe('StartActivity:remindOwner');
+    expect(parent(scheduled)).toBe(page);
+  }
+  await tracing.shutdown();
+});
