@@ -3,13 +3,23 @@
  * errors go to stderr with a non-zero exit code.
  */
 import crypto from 'node:crypto';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { exitOnConfigError, loadConfig, type Config } from './config';
+import { CONFIG_EXIT_CODE, ConfigError, exitOnConfigError, loadConfig, type Config } from './config';
 import type { CycleInput, CycleResult } from './domain/cycle';
-import { isIsoDate, utcDate } from './domain/thresholds';
+import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
 import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './names';
-import { applySchedule, ensureSearchAttributes, triggerSchedule } from './schedule';
+import { listCycles, previewCycleCommand } from './operations';
+import {
+  applySchedule,
+  backfillSchedule,
+  deleteSchedule,
+  describeSchedule,
+  ensureSearchAttributes,
+  pauseSchedule,
+  triggerSchedule,
+  unpauseSchedule,
+} from './schedule';
 import { temporalConnectionOptions } from './temporal';
 import { manualCycleMetadata } from './ui-metadata';
 
@@ -30,6 +40,45 @@ function print(value: unknown): void {
 function parseDate(value: string): string {
   if (!isIsoDate(value)) throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD, e.g. 2026-12-01');
   return value;
+}
+
+function parseThresholds(value: string): number[] {
+  const list = parseThresholdList(value);
+  const problems = thresholdProblems(list);
+  if (problems.length > 0) {
+    throw new InvalidArgumentError(`${problems.join('; ')}; expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0`);
+  }
+  return list;
+}
+
+function wholeNumber(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function nonEmpty(value: string): string {
+  if (!value.trim()) throw new InvalidArgumentError('expected some text');
+  return value.trim();
+}
+
+/** The schedule a command works on: `--schedule-id`, else the job's schedule. */
+function scheduleIdOf(command: Command): string {
+  return (command.optsWithGlobals() as { scheduleId?: string }).scheduleId ?? SCHEDULE_ID;
+}
+
+/** Turns "no such schedule" into a message that says what to do about it. */
+async function onSchedule<T>(scheduleId: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) {
+      throw new Error(`schedule "${scheduleId}" does not exist in this namespace (create it with: schedule apply)`);
+    }
+    throw err;
+  }
 }
 
 /** Starts a cycle by hand; returns its ids, or its result when `wait`. */
@@ -59,18 +108,21 @@ export function buildProgram(config: () => Config): Command {
     // Throw instead of exiting, so callers (main, tests) decide; subcommands inherit this.
     .exitOverride();
 
-  const schedule = program.command('schedule').description(`the Temporal Schedule "${SCHEDULE_ID}"`);
+  program.option('--schedule-id <id>', `the schedule to work on (default "${SCHEDULE_ID}")`, nonEmpty);
+
+  const schedule = program.command('schedule').description(`the Temporal Schedule (default "${SCHEDULE_ID}")`);
   schedule
     .command('apply')
-    .description('create the schedule from configuration, or update it in place (keeps pause state)')
-    .action(async () => {
+    .description('create the schedule from configuration, or update it in place (keeps pause state, note and limits)')
+    .action(async (_opts: object, cmd: Command) => {
       const cfg = config();
+      const scheduleId = scheduleIdOf(cmd);
       const { outcome, registered } = await withClient(cfg, async (c) => {
         const registered = await ensureSearchAttributes(c, cfg.temporal.namespace);
-        return { registered, outcome: await applySchedule(c, cfg) };
+        return { registered, outcome: await applySchedule(c, cfg, scheduleId) };
       });
       print({
-        scheduleId: SCHEDULE_ID,
+        scheduleId,
         outcome,
         everyMs: cfg.schedule.intervalMs,
         offsetMs: cfg.schedule.offsetMs,
@@ -78,11 +130,57 @@ export function buildProgram(config: () => Config): Command {
       });
     });
   schedule
+    .command('describe')
+    .description('show the spec, policies, pause state and note, next action times and recent runs')
+    .action(async (_opts: object, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      print(await withClient(config(), (c) => onSchedule(scheduleId, () => describeSchedule(c, scheduleId))));
+    });
+  schedule
+    .command('pause')
+    .description('pause the schedule (no cycle starts on its own until unpaused; trigger and backfill still work)')
+    .requiredOption('--reason <text>', 'why; stored as the schedule\'s note, shown in the Web UI and by describe', nonEmpty)
+    .action(async (opts: { reason: string }, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      await withClient(config(), (c) => onSchedule(scheduleId, () => pauseSchedule(c, opts.reason, scheduleId)));
+      print({ scheduleId, paused: true, note: opts.reason });
+    });
+  schedule
+    .command('unpause')
+    .description('unpause the schedule')
+    .option('--reason <text>', 'replaces the pause note', nonEmpty)
+    .action(async (opts: { reason?: string }, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      await withClient(config(), (c) => onSchedule(scheduleId, () => unpauseSchedule(c, opts.reason, scheduleId)));
+      print({ scheduleId, paused: false, note: opts.reason ?? '(no reason provided)' });
+    });
+  schedule
     .command('trigger')
     .description('start a cycle now through the schedule (skipped while one is running)')
-    .action(async () => {
-      await withClient(config(), triggerSchedule);
-      print({ scheduleId: SCHEDULE_ID, triggered: true, overlap: 'skip' });
+    .action(async (_opts: object, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      await withClient(config(), (c) => onSchedule(scheduleId, () => triggerSchedule(c, scheduleId)));
+      print({ scheduleId, triggered: true, overlap: 'skip' });
+    });
+  schedule
+    .command('backfill')
+    .description(
+      'run the schedule\'s actions of the UTC days --from..--to (both included), one after another; ' +
+        'each cycle computes reminders as of its action time (03:00 UTC of its day by default)',
+    )
+    .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)', parseDate)
+    .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), not in the future', parseDate)
+    .action(async (opts: { from: string; to: string }, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      print(await withClient(config(), (c) => onSchedule(scheduleId, () => backfillSchedule(c, opts.from, opts.to, { scheduleId }))));
+    });
+  schedule
+    .command('delete')
+    .description('delete the schedule (cycles it started keep running; schedule apply creates it again)')
+    .action(async (_opts: object, cmd: Command) => {
+      const scheduleId = scheduleIdOf(cmd);
+      await withClient(config(), (c) => onSchedule(scheduleId, () => deleteSchedule(c, scheduleId)));
+      print({ scheduleId, deleted: true });
     });
 
   const cycle = program.command('cycle').description('reminder cycles');
@@ -94,6 +192,32 @@ export function buildProgram(config: () => Config): Command {
     .action(async (opts: { asOf?: string; wait?: boolean }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => runCycleCommand(c, cfg, opts)));
+    });
+  cycle
+    .command('preview')
+    .description(
+      'list what a cycle would send, owner by owner, without writing anything ' +
+        '(a read-only transaction as the worker, DATABASE_URL)',
+    )
+    .option('--as-of <date>', 'the cycle\'s AsOf date (YYYY-MM-DD, UTC; default today)', parseDate)
+    .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', parseThresholds)
+    .option('--retention-days <n>', 'override REMINDER_RETENTION_DAYS', wholeNumber(0, 36_500))
+    .action(async (opts: { asOf?: string; thresholds?: number[]; retentionDays?: number }) => {
+      print(
+        await previewCycleCommand(config(), {
+          asOfDate: opts.asOf ?? utcDate(new Date()),
+          thresholdsDays: opts.thresholds,
+          retentionDays: opts.retentionDays,
+        }),
+      );
+    });
+  cycle
+    .command('status')
+    .description('list recent cycles on the task queue: status, AsOf, outcome and counts')
+    .option('--limit <n>', 'how many (1-1000)', wholeNumber(1, 1000), 10)
+    .action(async (opts: { limit: number }) => {
+      const cfg = config();
+      print(await withClient(cfg, (c) => listCycles(c, { taskQueue: cfg.temporal.taskQueue, limit: opts.limit })));
     });
 
   return program;
@@ -108,6 +232,10 @@ if (require.main === module) {
   main().catch((err: Error) => {
     // Commander has already printed its usage message (or the help).
     if (err instanceof CommanderError) process.exit(err.exitCode);
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(CONFIG_EXIT_CODE);
+    }
     const cause = err instanceof WorkflowFailedError && err.cause ? `: ${err.cause.message}` : '';
     process.stderr.write(`error: ${err.message}${cause}\n`);
     process.exit(1);

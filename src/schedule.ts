@@ -1,13 +1,16 @@
-/** The Temporal Schedule that starts one cycle per polling interval (SPEC §5). */
+/** The Temporal Schedule that starts one cycle per polling interval (SPEC §5), and what operators do with it. */
 import {
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,
   type Client,
+  type IntervalSpecDescription,
+  type ScheduleDescription,
   type ScheduleOptions,
   type ScheduleOptionsStartWorkflowAction,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Config } from './config';
+import { addDays } from './domain/thresholds';
 import type { documentExpiryReminderCycle } from './workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
 import { CYCLE_SEARCH_ATTRIBUTES } from './search-attributes';
@@ -31,6 +34,8 @@ function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<
     policies: {
       // A tick while a cycle still runs is dropped: the next tick picks up whatever is left.
       overlap: ScheduleOverlapPolicy.SKIP,
+      // Always sent: an update without it falls back to the server's default of one year, which would
+      // run every tick missed during a long outage.
       catchupWindow: '1h',
       pauseOnFailure: false,
     },
@@ -38,26 +43,47 @@ function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<
 }
 
 /**
- * Creates the schedule, or updates its spec, action and policies in place. Pause state and note are
- * kept, so re-applying never unpauses a schedule an operator paused.
+ * Creates the schedule, or updates it in place.
+ *
+ * An update replaces the whole schedule (spec, action, policies and state), so anything it leaves out is
+ * reset. The configuration owns the interval, the action and the policies; everything else an operator
+ * may have set is carried over from the current schedule: pause state and note, the remaining-actions
+ * limit, and the spec's jitter, start/end bounds, skip calendars and time zone. Calendars and cron
+ * expressions are dropped, since the configured interval alone says when cycles run.
+ *
+ * The SDK reads the schedule and then writes it without a conflict token, so a pause that lands in
+ * between those two calls is overwritten; re-check with `schedule describe` after applying during an
+ * incident.
  * @returns whether it was created or updated.
  */
 export async function applySchedule(
   client: Client,
   config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>,
+  scheduleId: string = SCHEDULE_ID,
 ): Promise<'created' | 'updated'> {
   const want = desired(config);
   try {
-    await client.schedule.create({ scheduleId: SCHEDULE_ID, ...want });
+    await client.schedule.create({ scheduleId, ...want });
     return 'created';
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning) && (err as Error)?.name !== 'ScheduleAlreadyRunning') throw err;
   }
-  await client.schedule.getHandle(SCHEDULE_ID).update<CycleWorkflow>((previous) => ({
-    spec: want.spec,
+  await client.schedule.getHandle(scheduleId).update<CycleWorkflow>((previous) => ({
+    spec: {
+      intervals: want.spec.intervals,
+      jitter: previous.spec.jitter,
+      startAt: previous.spec.startAt,
+      endAt: previous.spec.endAt,
+      skip: previous.spec.skip,
+      timezone: previous.spec.timezone,
+    },
     action: want.action,
     policies: want.policies,
-    state: { paused: previous.state.paused, note: previous.state.note },
+    state: {
+      paused: previous.state.paused,
+      note: previous.state.note,
+      remainingActions: previous.state.remainingActions,
+    },
   }));
   return 'updated';
 }
@@ -87,7 +113,207 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
 }
 
 /** Starts a cycle now through the schedule; skipped (not queued) while a cycle is running. */
-export async function triggerSchedule(client: Client): Promise<void> {
+export async function triggerSchedule(client: Client, scheduleId: string = SCHEDULE_ID): Promise<void> {
   // The SDK's default for a manual trigger is allow-all; the job's policy is skip.
-  await client.schedule.getHandle(SCHEDULE_ID).trigger(ScheduleOverlapPolicy.SKIP);
+  await client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);
+}
+
+/** What `schedule describe` prints: the schedule's definition and what it did and will do. */
+export interface ScheduleReport {
+  scheduleId: string;
+  spec: {
+    intervals: { everyMs: number; offsetMs: number }[];
+    calendars: number;
+    jitterMs?: number;
+    startAt?: string;
+    endAt?: string;
+    timezone?: string;
+  };
+  action: { workflowType: string; taskQueue: string; workflowIdPrefix?: string };
+  policies: { overlap: string; catchupWindowMs: number; pauseOnFailure: boolean };
+  state: { paused: boolean; note?: string; remainingActions?: number };
+  info: {
+    createdAt: string;
+    lastUpdatedAt?: string;
+    nextActionTimes: string[];
+    /** Oldest first, as Temporal keeps them (the last ten). */
+    recentActions: { scheduledAt: string; takenAt: string; workflowId: string; runId: string; status?: string }[];
+    runningWorkflows: { workflowId: string; runId: string }[];
+    actionsTaken: number;
+    actionsSkippedOverlap: number;
+    actionsMissedCatchupWindow: number;
+  };
+}
+
+const STATUS_NAMES = temporal.api.enums.v1.WorkflowExecutionStatus;
+
+/** `WORKFLOW_EXECUTION_STATUS_RUNNING` → `RUNNING`, as the SDK names statuses elsewhere. */
+function statusName(code: temporal.api.enums.v1.WorkflowExecutionStatus | null | undefined): string | undefined {
+  if (!code) return undefined;
+  return STATUS_NAMES[code]?.replace(/^WORKFLOW_EXECUTION_STATUS_/, '');
+}
+
+/** Reads the schedule: spec, policies, pause state and note, next action times and recent runs. */
+export async function describeSchedule(client: Client, scheduleId: string = SCHEDULE_ID): Promise<ScheduleReport> {
+  const d: ScheduleDescription = await client.schedule.getHandle(scheduleId).describe();
+  const rawRecent = d.raw.info?.recentActions ?? [];
+  return {
+    scheduleId,
+    spec: {
+      intervals: (d.spec.intervals ?? []).map((i: IntervalSpecDescription) => ({ everyMs: i.every, offsetMs: i.offset ?? 0 })),
+      calendars: d.spec.calendars?.length ?? 0,
+      jitterMs: d.spec.jitter,
+      startAt: d.spec.startAt?.toISOString(),
+      endAt: d.spec.endAt?.toISOString(),
+      timezone: d.spec.timezone || undefined,
+    },
+    action: {
+      workflowType: d.action.workflowType,
+      taskQueue: d.action.taskQueue,
+      workflowIdPrefix: d.action.workflowId,
+    },
+    policies: {
+      overlap: String(d.policies.overlap),
+      catchupWindowMs: d.policies.catchupWindow,
+      pauseOnFailure: d.policies.pauseOnFailure,
+    },
+    state: { paused: d.state.paused, note: d.state.note || undefined, remainingActions: d.state.remainingActions },
+    info: {
+      createdAt: d.info.createdAt.toISOString(),
+      lastUpdatedAt: d.info.lastUpdatedAt?.toISOString(),
+      nextActionTimes: d.info.nextActionTimes.map((t) => t.toISOString()),
+      recentActions: d.info.recentActions.map((a, i) => ({
+        scheduledAt: a.scheduledAt.toISOString(),
+        takenAt: a.takenAt.toISOString(),
+        workflowId: a.action.workflow.workflowId,
+        runId: a.action.workflow.firstExecutionRunId,
+        // The SDK drops the status the server reports for each recent run; the raw list has the same order.
+        status: statusName(rawRecent[i]?.startWorkflowStatus),
+      })),
+      runningWorkflows: d.info.runningActions.map((a) => ({
+        workflowId: a.workflow.workflowId,
+        runId: a.workflow.firstExecutionRunId,
+      })),
+      actionsTaken: d.info.numActionsTaken,
+      actionsSkippedOverlap: d.info.numActionsSkippedOverlap,
+      actionsMissedCatchupWindow: d.info.numActionsMissedCatchupWindow,
+    },
+  };
+}
+
+/** Pauses the schedule; `reason` becomes its note, shown in the Web UI and in `describe`. */
+export async function pauseSchedule(client: Client, reason: string, scheduleId: string = SCHEDULE_ID): Promise<void> {
+  await client.schedule.getHandle(scheduleId).pause(requiredText(reason, 'a reason'));
+}
+
+/** Unpauses the schedule; `reason` replaces the pause note (the server ignores an empty one). */
+export async function unpauseSchedule(client: Client, reason: string | undefined, scheduleId: string = SCHEDULE_ID): Promise<void> {
+  await client.schedule.getHandle(scheduleId).unpause(reason?.trim() || '(no reason provided)');
+}
+
+/** Deletes the schedule. Cycles it already started keep running to their end. */
+export async function deleteSchedule(client: Client, scheduleId: string = SCHEDULE_ID): Promise<void> {
+  await client.schedule.getHandle(scheduleId).delete();
+}
+
+function requiredText(value: string, what: string): string {
+  if (!value.trim()) throw new Error(`expected ${what}, got an empty string`);
+  return value.trim();
+}
+
+/** Temporal's scheduler buffers at most this many starts per schedule; more would be dropped. */
+export const MAX_BACKFILL_ACTIONS = 1000;
+
+/**
+ * The instants a backfill of the UTC days `from`..`to` (inclusive) covers: from `from` 00:00:00.000 to
+ * `to` 23:59:59.999. Temporal includes both ends, so every action time whose UTC date lies in the range is
+ * taken, and no other: with the default 24h interval at the 3h offset, that is 03:00 UTC of each day.
+ */
+export function backfillRange(from: string, to: string): { start: Date; end: Date } {
+  return {
+    start: new Date(`${from}T00:00:00.000Z`),
+    end: new Date(Date.parse(`${addDays(to, 1)}T00:00:00.000Z`) - 1),
+  };
+}
+
+/**
+ * The action times of interval specs in `[start, end]`, in order, at most `limit + 1` of them (so a
+ * caller can tell "more than limit"). Temporal counts intervals from the Unix epoch: an interval matches
+ * `offset + n × every`.
+ */
+export function intervalActionTimes(
+  intervals: readonly { everyMs: number; offsetMs: number }[],
+  start: Date,
+  end: Date,
+  limit: number,
+): Date[] {
+  const times = new Set<number>();
+  for (const { everyMs, offsetMs } of intervals) {
+    const phase = (((offsetMs - start.getTime()) % everyMs) + everyMs) % everyMs;
+    for (let t = start.getTime() + phase; t <= end.getTime() && times.size <= limit; t += everyMs) times.add(t);
+  }
+  return [...times].sort((a, b) => a - b).slice(0, limit + 1).map((t) => new Date(t));
+}
+
+/** What `schedule backfill` did. */
+export interface BackfillReport {
+  scheduleId: string;
+  from: string;
+  to: string;
+  startTime: string;
+  endTime: string;
+  overlap: 'BUFFER_ALL';
+  /** The action times the backfill covers; each becomes one cycle with that AsOf. */
+  actionTimes: string[];
+}
+
+/**
+ * Runs the schedule's actions for the UTC days `from`..`to` (see {@link backfillRange}), one after another
+ * (buffer-all), each cycle computing reminders as of its action time. Refuses, before starting
+ * anything, a range that is reversed, covers an action time in the future (its cycle would remind early),
+ * covers no action time, or covers more than {@link MAX_BACKFILL_ACTIONS}; the action times are computed
+ * from the schedule's intervals, so a schedule with calendars is refused too.
+ */
+export async function backfillSchedule(
+  client: Client,
+  from: string,
+  to: string,
+  options: { scheduleId?: string; now?: Date } = {},
+): Promise<BackfillReport> {
+  const scheduleId = options.scheduleId ?? SCHEDULE_ID;
+  const now = options.now ?? new Date();
+  if (from > to) throw new Error(`--from ${from} is after --to ${to}`);
+  const { start, end } = backfillRange(from, to);
+  const { spec } = await describeSchedule(client, scheduleId);
+  if (spec.calendars > 0 || spec.intervals.length === 0) {
+    throw new Error(`schedule ${scheduleId} is not interval-based; backfill it with the temporal CLI`);
+  }
+  // The schedule's own start and end bound its backfills too.
+  const first = spec.startAt && Date.parse(spec.startAt) > start.getTime() ? new Date(spec.startAt) : start;
+  const last = spec.endAt && Date.parse(spec.endAt) < end.getTime() ? new Date(spec.endAt) : end;
+  const times = intervalActionTimes(spec.intervals, first, last, MAX_BACKFILL_ACTIONS);
+  if (times.length === 0) throw new Error(`no action time of schedule ${scheduleId} falls on ${from}..${to}`);
+  if (times.length > MAX_BACKFILL_ACTIONS) {
+    throw new Error(
+      `${from}..${to} covers more than ${MAX_BACKFILL_ACTIONS} action times of schedule ${scheduleId}; ` +
+        'Temporal buffers at most that many, split the range',
+    );
+  }
+  const latest = times[times.length - 1];
+  if (latest > now) {
+    throw new Error(
+      `${from}..${to} covers the action time ${latest.toISOString()}, which is in the future: ` +
+        'its cycle would compute reminders as of that time and send them early',
+    );
+  }
+  await client.schedule.getHandle(scheduleId).backfill({ start, end, overlap: ScheduleOverlapPolicy.BUFFER_ALL });
+  return {
+    scheduleId,
+    from,
+    to,
+    startTime: start.toISOString(),
+    endTime: end.toISOString(),
+    overlap: 'BUFFER_ALL',
+    actionTimes: times.map((t) => t.toISOString()),
+  };
 }

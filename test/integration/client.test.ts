@@ -3,7 +3,6 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { buildProgram } from '../../src/client';
 import type { CycleResult } from '../../src/domain/cycle';
-import { SCHEDULE_ID } from '../../src/names';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
 import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
@@ -13,6 +12,8 @@ let temporal: { client: Client; close(): Promise<void> };
 let w: TestWorker;
 const taskQueue = `client-test-${crypto.randomUUID()}`;
 const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
+// A schedule of this file's own: other files run against the same dev server at the same time.
+const scheduleId = `client-test-${crypto.randomBytes(4).toString('hex')}`;
 
 /** Runs `npm run client -- …args` in-process and returns what it printed as JSON. */
 async function cli(...args: string[]): Promise<Record<string, unknown>> {
@@ -22,7 +23,7 @@ async function cli(...args: string[]): Promise<Record<string, unknown>> {
     return true;
   });
   try {
-    await buildProgram(() => config).parseAsync(['node', 'client', ...args]);
+    await buildProgram(() => config).parseAsync(['node', 'client', '--schedule-id', scheduleId, ...args]);
   } finally {
     spy.mockRestore();
   }
@@ -35,15 +36,15 @@ beforeAll(async () => {
   w = await startTestWorker(db, { taskQueue });
 });
 afterAll(async () => {
-  await temporal.client.schedule.getHandle(SCHEDULE_ID).delete().catch(() => {});
+  await temporal?.client.schedule.getHandle(scheduleId).delete().catch(() => {});
   await w?.stop();
   await temporal?.close();
   await db?.close();
 });
 
 test('schedule apply creates the schedule, and applying again updates it and keeps it paused', async () => {
-  expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ scheduleId: SCHEDULE_ID, outcome: 'created' }));
-  const handle = temporal.client.schedule.getHandle(SCHEDULE_ID);
+  expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ scheduleId, outcome: 'created' }));
+  const handle = temporal.client.schedule.getHandle(scheduleId);
   await handle.pause('maintenance window');
 
   expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ outcome: 'updated' }));
@@ -62,11 +63,11 @@ test('schedule trigger starts a cycle through the schedule that reminds due owne
 
   expect(await cli('schedule', 'trigger')).toEqual(expect.objectContaining({ triggered: true }));
 
-  const handle = temporal.client.schedule.getHandle(SCHEDULE_ID);
+  const handle = temporal.client.schedule.getHandle(scheduleId);
   let workflowId: string | undefined;
   for (let i = 0; i < 100 && !workflowId; i++) {
     const { info } = await handle.describe();
-    workflowId = (info.runningActions[0] ?? info.recentActions[0])?.workflow.workflowId;
+    workflowId = (info.runningActions[0] ?? info.recentActions[0]?.action)?.workflow.workflowId;
     if (!workflowId) await new Promise((r) => setTimeout(r, 100));
   }
   const result = (await temporal.client.workflow.getHandle(workflowId!).result()) as CycleResult;

@@ -1,0 +1,267 @@
+/**
+ * The runbook's `temporal` CLI commands (the binary the stack runs the dev server with, v1.5.1) against
+ * the schedule `schedule apply` creates and the real cycle: trigger with the skip policy, toggle with a
+ * reason, backfill with AsOf from the action time, and visibility queries on the cycle's search
+ * attributes. Each test has its own schedule id and task queue.
+ */
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Client } from '@temporalio/client';
+import type { CycleResult } from '../../src/domain/cycle';
+import { addDays, utcDate } from '../../src/domain/thresholds';
+import { applySchedule } from '../../src/schedule';
+import { insertDocuments, outbox } from '../support/data';
+import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+
+const run = promisify(execFile);
+
+let db: TestDatabase;
+let temporal: { client: Client; close(): Promise<void> };
+const schedules: string[] = [];
+const workers: TestWorker[] = [];
+/** Task queues this file started workflows on; whatever still runs there is terminated after the file. */
+const queues: string[] = [];
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: the test stack sets it (run through jest's global setup)`);
+  return value;
+}
+
+/** Runs the real `temporal` binary against the dev server; rejects with its stderr on a non-zero exit. */
+async function temporalCli(...args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(env('TEMPORAL_CLI_PATH'), [...args, '--address', env('TEMPORAL_ADDRESS'), '--namespace', 'default', '--color', 'never'], {
+      timeout: 30_000,
+    });
+    return stdout;
+  } catch (err) {
+    const e = err as Error & { stderr?: string };
+    throw new Error(`temporal ${args.join(' ')} failed: ${e.stderr || e.message}`);
+  }
+}
+
+/** `temporal … --output json`, parsed. */
+async function temporalJson<T>(...args: string[]): Promise<T> {
+  return JSON.parse(await temporalCli(...args, '--output', 'json')) as T;
+}
+
+interface Payload {
+  data?: string;
+}
+interface ListedWorkflow {
+  execution: { workflowId: string; runId: string };
+  status: string;
+  searchAttributes?: { indexedFields?: Record<string, Payload> };
+}
+interface DescribedSchedule {
+  schedule: { state: { paused?: boolean; notes?: string } };
+  info: {
+    actionCount?: string;
+    overlapSkipped?: string;
+    runningWorkflows?: { workflowId: string; runId: string }[];
+  };
+}
+
+/** A search attribute of a `--output json` listing: base64 JSON payloads. */
+function attribute(wf: ListedWorkflow, name: string): unknown {
+  const data = wf.searchAttributes?.indexedFields?.[name]?.data;
+  return data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+}
+
+const describeSchedule = (scheduleId: string) => temporalJson<DescribedSchedule>('schedule', 'describe', '--schedule-id', scheduleId);
+const listWorkflows = (query: string) => temporalJson<ListedWorkflow[]>('workflow', 'list', '--query', query);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns something other than undefined. */
+async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+function newScheduleId(): string {
+  const id = `temporal-cli-test-${crypto.randomBytes(4).toString('hex')}`;
+  schedules.push(id);
+  return id;
+}
+
+async function newWorker(): Promise<TestWorker> {
+  const w = await startTestWorker(db);
+  workers.push(w);
+  queues.push(w.taskQueue);
+  return w;
+}
+
+beforeAll(async () => {
+  env('TEMPORAL_CLI_PATH');
+  db = await createTestDatabase('temporal_cli');
+  temporal = await connectClient();
+});
+afterAll(async () => {
+  for (const id of schedules) await temporal?.client.schedule.getHandle(id).delete().catch(() => {});
+  for (const queue of temporal ? queues : []) {
+    for await (const wf of temporal.client.workflow.list({ query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"` })) {
+      await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).terminate('temporal-cli test cleanup').catch(() => {});
+    }
+  }
+  for (const w of workers) await w.stop();
+  await temporal?.close();
+  await db?.close();
+});
+beforeEach(async () => {
+  await resetData(db);
+});
+
+test('temporal schedule trigger starts a cycle, and a second trigger while it runs is skipped', async () => {
+  const scheduleId = newScheduleId();
+  // No worker polls this queue, so the first cycle stays Running for as long as the test needs.
+  const idleQueue = `temporal-cli-idle-${crypto.randomUUID()}`;
+  queues.push(idleQueue);
+  await applySchedule(temporal.client, testConfig({ TEMPORAL_TASK_QUEUE: idleQueue }), scheduleId);
+
+  await temporalCli('schedule', 'trigger', '--schedule-id', scheduleId, '--overlap-policy', 'Skip');
+  const first = await eventually(async () => (await describeSchedule(scheduleId)).info.runningWorkflows?.[0], 'the first cycle to run');
+  expect(first.workflowId).toMatch(/^document-expiry-reminder-cycle-\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
+  await temporalCli('schedule', 'trigger', '--schedule-id', scheduleId, '--overlap-policy', 'Skip');
+  const after = await eventually(async () => {
+    const d = await describeSchedule(scheduleId);
+    return d.info.overlapSkipped === '1' ? d : undefined;
+  }, 'the second trigger to be skipped');
+
+  expect(after.info.actionCount).toBe('1');
+  expect(after.info.runningWorkflows).toEqual([first]);
+  const listed = await eventually(async () => {
+    const l = await listWorkflows(`TemporalScheduledById = "${scheduleId}"`);
+    return l.length > 0 ? l : undefined;
+  }, 'the cycle in visibility');
+  expect(listed.map((wf) => [wf.execution.workflowId, wf.status])).toEqual([[first.workflowId, 'WORKFLOW_EXECUTION_STATUS_RUNNING']]);
+  expect(await temporalJson('workflow', 'count', '--query', `TemporalScheduledById = "${scheduleId}"`)).toEqual({ count: '1' });
+
+  await temporalCli('workflow', 'terminate', '--workflow-id', first.workflowId, '--reason', 'temporal-cli test: done');
+  await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
+});
+
+test('temporal schedule toggle --pause stores the reason as the note, and no cycle starts while paused', async () => {
+  const w = await newWorker();
+  const scheduleId = newScheduleId();
+  // Every 2 s, on a queue with a worker: unpaused, it starts a cycle every other second.
+  await applySchedule(
+    temporal.client,
+    testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue, REMINDER_POLLING_INTERVAL: '2s', REMINDER_POLLING_OFFSET: '0s' }),
+    scheduleId,
+  );
+  const reason = 'INC-314: notifications outage';
+
+  await temporalCli('schedule', 'toggle', '--schedule-id', scheduleId, '--pause', '--reason', reason);
+
+  const paused = await describeSchedule(scheduleId);
+  expect(paused.schedule.state).toEqual({ paused: true, notes: reason });
+  const pausedAt = new Date();
+  const taken = Number(paused.info.actionCount ?? 0);
+  await sleep(5_000); // two and a half intervals
+  const later = await describeSchedule(scheduleId);
+  expect(later.schedule.state).toEqual({ paused: true, notes: reason });
+  expect(Number(later.info.actionCount ?? 0)).toBe(taken);
+  expect(await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND StartTime > "${pausedAt.toISOString()}"`)).toEqual([]);
+
+  // The same schedule unpaused does start cycles, so the silence above was the pause.
+  await temporalCli('schedule', 'toggle', '--schedule-id', scheduleId, '--unpause', '--reason', 'INC-314 resolved');
+  const resumed = await eventually(async () => {
+    const d = await describeSchedule(scheduleId);
+    return Number(d.info.actionCount ?? 0) > taken ? d : undefined;
+  }, 'a cycle after unpausing', 10_000);
+  expect(resumed.schedule.state).toEqual({ notes: 'INC-314 resolved' });
+
+  // Stop it, then let the cycle it may still be running finish before the worker stops.
+  await temporalCli('schedule', 'toggle', '--schedule-id', scheduleId, '--pause', '--reason', 'test done');
+  const { info } = await describeSchedule(scheduleId);
+  await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
+  for (const wf of info.runningWorkflows ?? []) await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result();
+});
+
+test('temporal schedule backfill over three days starts three cycles whose AsOf are those days', async () => {
+  const w = await newWorker();
+  const scheduleId = newScheduleId();
+  await applySchedule(temporal.client, testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue }), scheduleId);
+  // Days no other test backfills (workflow ids carry the action time).
+  const today = utcDate(new Date());
+  const days = [addDays(today, -50), addDays(today, -49), addDays(today, -48)];
+  // One document reaching its 30-day threshold on each day: each day's cycle reminds exactly that one.
+  const docs = await insertDocuments(db.admin, days[0], [{ daysLeft: 30 }, { daysLeft: 31 }, { daysLeft: 32 }]);
+
+  await temporalCli(
+    'schedule', 'backfill', '--schedule-id', scheduleId,
+    '--start-time', `${days[0]}T00:00:00Z`, '--end-time', `${days[2]}T23:59:59Z`, '--overlap-policy', 'BufferAll',
+  );
+
+  const completed = await eventually(async () => {
+    const l = await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`);
+    return l.length === 3 ? l : undefined;
+  }, 'three completed cycles', 60_000);
+  const byAsOf = completed
+    .map((wf) => ({
+      workflowId: wf.execution.workflowId,
+      runId: wf.execution.runId,
+      reminderAsOf: attribute(wf, 'ReminderAsOf'),
+      scheduledStart: attribute(wf, 'TemporalScheduledStartTime'),
+    }))
+    .sort((a, b) => String(a.reminderAsOf).localeCompare(String(b.reminderAsOf)));
+  expect(byAsOf).toEqual(
+    days.map((day) => ({
+      workflowId: `document-expiry-reminder-cycle-${day}T03:00:00Z`,
+      runId: expect.any(String),
+      reminderAsOf: `${day}T03:00:00Z`,
+      scheduledStart: `${day}T03:00:00Z`,
+    })),
+  );
+  for (const [i, day] of days.entries()) {
+    // With the run id: these workflow ids repeat whenever the same days are backfilled again.
+    const { workflowId, runId } = byAsOf[i];
+    const described = await temporalJson<{ result?: CycleResult }>('workflow', 'describe', '--workflow-id', workflowId, '--run-id', runId);
+    expect(described.result).toEqual(expect.objectContaining({ status: 'completed', asOf: `${day}T03:00:00.000Z`, remindersSent: 1 }));
+  }
+  const rows = await outbox(db.admin);
+  expect(rows.map((r) => [r.correlation_id, r.payload.remindedAt, r.payload.documents.map((d) => [d.documentId, d.thresholdDays, d.daysLeft])])).toEqual(
+    days.map((day, i) => [`document-expiry-reminder-cycle-${day}T03:00:00Z`, `${day}T03:00:00.000Z`, [[docs[i].id, 30, 30]]]),
+  );
+});
+
+test('temporal workflow list with a query on ReminderOutcome, RemindersSent and ReminderAsOf finds the cycle', async () => {
+  const w = await newWorker();
+  await insertDocuments(db.admin, '2027-08-01', [{ daysLeft: 1 }]);
+  const prefix = `temporal-cli-list-${crypto.randomBytes(3).toString('hex')}`;
+  // Started with the CLI too, as the runbook starts a cycle with explicit input.
+  for (const n of [1, 2]) {
+    await temporalCli(
+      'workflow', 'start', '--type', 'documentExpiryReminderCycle', '--task-queue', w.taskQueue,
+      '--workflow-id', `${prefix}-${n}`, '--input', '{"asOf": "2027-08-01"}',
+    );
+    await temporal.client.workflow.getHandle(`${prefix}-${n}`).result();
+  }
+  const scope = `TaskQueue = "${w.taskQueue}"`;
+
+  const sent = await eventually(async () => {
+    const l = await listWorkflows(`${scope} AND ReminderOutcome = "completed" AND RemindersSent >= 1`);
+    return l.length > 0 ? l : undefined;
+  }, 'the cycle that sent a reminder');
+  expect(sent.map((wf) => [wf.execution.workflowId, attribute(wf, 'RemindersSent'), attribute(wf, 'ReminderOutcome')])).toEqual([
+    [`${prefix}-1`, 1, 'completed'],
+  ]);
+  // A day is a range: `ReminderAsOf = "2027-08-01T00:00:00Z"` matches nothing on the dev server's SQLite
+  // visibility, which keeps datetimes in a finer format than the query literal.
+  const day = 'ReminderAsOf >= "2027-08-01T00:00:00Z" AND ReminderAsOf < "2027-08-02T00:00:00Z"';
+  const both = await eventually(async () => {
+    const l = await listWorkflows(`${scope} AND ${day} AND ReminderOutcome = "completed"`);
+    return l.length === 2 ? l : undefined;
+  }, 'both cycles by AsOf');
+  expect(both.map((wf) => wf.execution.workflowId).sort()).toEqual([`${prefix}-1`, `${prefix}-2`]);
+  expect((await listWorkflows(`${scope} AND RemindersSent = 0`)).map((wf) => wf.execution.workflowId)).toEqual([`${prefix}-2`]);
+  expect(await listWorkflows(`${scope} AND ReminderAsOf >= "2027-08-02T00:00:00Z"`)).toEqual([]);
+});
