@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# Validates docker-compose.yml without a Docker engine; run from CI or by hand:
+#   scripts/check-compose.sh
+# 1. docker-compose config -q        the Compose file, as Debian's docker-compose (1.29) loads it
+# 2. compose-go (when Go is on PATH)  the same file through the loader of Docker Compose v2, with its
+#                                     JSON Schema (github.com/compose-spec/compose-go, built once into
+#                                     ~/.cache/expiry-reminder)
+# 3. the Dockerfile it builds         BuildKit's parser and instruction linter (github.com/moby/buildkit,
+#                                     when Go is on PATH, built once likewise): no engine is needed
+# 4. consistency with the project:
+#    - every variable given to the app's services is one src/config.ts reads
+#    - every `node dist/<x>.js` command has its src/<x>.ts
+#    - Prometheus scrape targets (ops/prometheus/prometheus.yml) are compose services, on the
+#      METRICS_PORT those services are given; Grafana's datasource points at the prometheus service
+#    - bind-mounted files exist
+#    - long-running services have a health check, one-shot jobs do not restart
+#    - the Temporal dev server registers exactly the search attributes of src/search-attributes.ts
+#    - the Kafka image is the release of ops/kafka/pom.xml
+# docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
+# package is installed (it also brings python3-yaml, which step 4 uses).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+compose=docker-compose.yml
+compose_go_version=v2.9.0
+buildkit_version=v0.23.2
+
+if ! command -v docker-compose >/dev/null 2>&1; then
+  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "docker-compose not found; installing Debian's docker-compose package" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
+  else
+    echo "error: docker-compose not found on PATH." >&2
+    echo "  Install it (Debian/Ubuntu: sudo apt-get install --no-install-recommends docker-compose)" >&2
+    echo "  and re-run; run as root on Debian and this script installs it itself." >&2
+    exit 1
+  fi
+fi
+
+# Interpolation must not depend on whoever runs this: the file's own defaults only.
+unset_vars=(EXPIRY_REMINDER_IMAGE LOG_LEVEL POSTGRES_PASSWORD WORKER_DB_PASSWORD RELAY_DB_PASSWORD
+  GRAFANA_ADMIN_PASSWORD DATABASE_POOL_SIZE REMINDER_THRESHOLDS_DAYS REMINDER_BATCH_SIZE
+  REMINDER_RETENTION_DAYS REMINDER_MAX_RUN_DURATION REMINDER_POLLING_INTERVAL REMINDER_POLLING_OFFSET
+  REMINDER_OWNER_CONCURRENCY REMINDER_MAX_HISTORY_EVENTS OTEL_EXPORTER_OTLP_ENDPOINT)
+clean_env=(env)
+for v in "${unset_vars[@]}"; do clean_env+=(-u "$v"); done
+
+echo "== $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /')"
+
+echo "== docker-compose -f $compose config -q"
+"${clean_env[@]}" docker-compose -f "$compose" config -q
+echo "  SUCCESS: valid for docker-compose $(docker-compose version --short 2>/dev/null)"
+
+# Builds a small Go program against one pinned module into ~/.cache/expiry-reminder/<name> (once; again
+# only when the module version or the program changes) and prints the binary's path.
+go_tool() {
+  local name="$1" module="$2" source_go="$3"
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/expiry-reminder/$name"
+  mkdir -p "$dir"
+  if [[ ! -x "$dir/tool" ]] || [[ "$(cat "$dir/main.go" 2>/dev/null)" != "$source_go" ]]; then
+    echo "  building $module into $dir (once)" >&2
+    printf '%s\n' "$source_go" >"$dir/main.go"
+    printf 'module %s\n\ngo 1.23\n' "$name" >"$dir/go.mod"
+    if ! (cd "$dir" && go get "$module" && go mod tidy && go build -o tool .) >"$dir/build.log" 2>&1; then
+      cat "$dir/build.log" >&2
+      echo "error: could not build $module with $(go version) (needs the Go module proxy)" >&2
+      rm -f "$dir/tool"
+      return 1
+    fi
+  fi
+  echo "$dir/tool"
+}
+
+echo "== compose-go $compose_go_version (the loader of Docker Compose v2)"
+if command -v go >/dev/null 2>&1; then
+  tool="$(go_tool "compose-go-$compose_go_version" "github.com/compose-spec/compose-go/v2@$compose_go_version" "$(cat <<'GO'
+// Loads a Compose file the way Docker Compose v2 does (interpolation, merge keys, JSON Schema).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+)
+
+func main() {
+	opts, err := cli.NewProjectOptions([]string{os.Args[1]}, cli.WithName("expiry-reminder"), cli.WithWorkingDirectory("."))
+	if err == nil {
+		var project interface{ ServiceNames() []string }
+		project, err = opts.LoadProject(context.Background())
+		if err == nil {
+			fmt.Printf("  SUCCESS: %d services outside profiles\n", len(project.ServiceNames()))
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+GO
+)")"
+  "${clean_env[@]}" "$tool" "$compose"
+else
+  echo "  SKIPPED: go not on PATH"
+fi
+
+echo "== Dockerfile: BuildKit $buildkit_version parser and linter (what docker build --check runs)"
+if command -v go >/dev/null 2>&1; then
+  tool="$(go_tool "buildkit-$buildkit_version" "github.com/moby/buildkit@$buildkit_version" "$(cat <<'GO'
+// Parses a Dockerfile with BuildKit's own parser and runs its instruction linter; any warning fails.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/linter"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+)
+
+func main() {
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	res, err := parser.Parse(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "parse:", err)
+		os.Exit(1)
+	}
+	problems := 0
+	for _, w := range res.Warnings {
+		fmt.Fprintln(os.Stderr, "  parser:", w.Short)
+		problems++
+	}
+	lint := linter.New(&linter.Config{Warn: func(rule, _, _, msg string, loc []parser.Range) {
+		fmt.Fprintf(os.Stderr, "  %s: %s (line %d)\n", rule, msg, loc[0].Start.Line)
+		problems++
+	}})
+	stages, _, err := instructions.Parse(res.AST, lint)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "instructions:", err)
+		os.Exit(1)
+	}
+	if problems > 0 {
+		os.Exit(1)
+	}
+	fmt.Printf("  SUCCESS: %d stages:", len(stages))
+	for _, s := range stages {
+		fmt.Printf(" %s", s.Name)
+	}
+	fmt.Println()
+}
+GO
+)")"
+  "$tool" Dockerfile
+else
+  echo "  SKIPPED: go not on PATH"
+fi
+
+echo "== consistency with src/, ops/"
+"${clean_env[@]}" docker-compose -f "$compose" config >/tmp/check-compose.$$.yml
+trap 'rm -f /tmp/check-compose.$$.yml' EXIT
+python3 - /tmp/check-compose.$$.yml <<'PY'
+import os, re, sys
+import yaml
+
+resolved = yaml.safe_load(open(sys.argv[1]))
+services = resolved["services"]
+problems = []
+notes = []
+
+# Variables src/config.ts reads: the keys of `const schema = z.object({ ... })`.
+config_src = open("src/config.ts").read()
+block = re.search(r"^const schema = z\.object\(\{\n(.*?)^\}\);", config_src, re.S | re.M)
+if not block:
+    sys.exit("  cannot find `const schema = z.object({` in src/config.ts")
+known_vars = set(re.findall(r"^  ([A-Z][A-Z0-9_]*):", block.group(1), re.M))
+
+def env_of(svc):
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
+    return env
+
+app_services = {name: svc for name, svc in services.items() if "build" in svc}
+for name, svc in sorted(app_services.items()):
+    for var in sorted(env_of(svc)):
+        if var not in known_vars:
+            problems.append(f"{name}: {var} is not a variable of src/config.ts")
+    command = (svc.get("entrypoint") or []) + (svc.get("command") or [])
+    for arg in command:
+        m = re.fullmatch(r"dist/(.+)\.js", arg)
+        if m and not os.path.isfile(f"src/{m.group(1)}.ts"):
+            problems.append(f"{name}: runs {arg}, but src/{m.group(1)}.ts does not exist")
+notes.append(f"{len(app_services)} app services use only the {len(known_vars)} variables of src/config.ts")
+
+# Prometheus targets → services and their METRICS_PORT.
+prom = yaml.safe_load(open("ops/prometheus/prometheus.yml"))
+targets = 0
+for job in prom.get("scrape_configs", []):
+    for sc in job.get("static_configs", []):
+        for target in sc.get("targets", []):
+            host, _, port = target.rpartition(":")
+            if host == "localhost":
+                continue
+            targets += 1
+            if host not in services:
+                problems.append(f"prometheus job {job['job_name']}: target {target}: no service {host!r}")
+                continue
+            metrics_port = str(env_of(services[host]).get("METRICS_PORT", ""))
+            if host in app_services and metrics_port != port:
+                problems.append(f"prometheus job {job['job_name']}: target {target}, but {host} has METRICS_PORT={metrics_port or '(unset)'}")
+notes.append(f"{targets} Prometheus targets match services and ports")
+
+for ds in yaml.safe_load(open("ops/grafana/provisioning/datasources.yml")).get("datasources", []):
+    host = re.sub(r"^\w+://", "", ds.get("url", "")).split(":")[0].split("/")[0]
+    if host not in services:
+        problems.append(f"grafana datasource {ds.get('name')}: url {ds.get('url')} names no service")
+
+# Bind mounts.
+for name, svc in services.items():
+    for vol in svc.get("volumes") or []:
+        source = vol.get("source") if isinstance(vol, dict) else vol.split(":")[0]
+        kind = vol.get("type") if isinstance(vol, dict) else ("bind" if source.startswith(("/", ".")) else "volume")
+        if kind == "bind" and not os.path.exists(source):
+            problems.append(f"{name}: bind mount source {source} does not exist")
+
+# Health checks and restarts.
+for name, svc in services.items():
+    if "tools" in (svc.get("profiles") or []):
+        continue
+    one_shot = svc.get("restart") in (None, "no")
+    hc = svc.get("healthcheck") or {}
+    disabled = hc.get("disable") or hc.get("test") in (["NONE"], "NONE")
+    if not one_shot and (not hc or disabled):
+        problems.append(f"{name}: long-running service without a health check")
+    if one_shot and svc.get("restart") != "no":
+        problems.append(f"{name}: one-shot job should say restart: \"no\"")
+    for dep, cond in (svc.get("depends_on") or {}).items():
+        condition = cond.get("condition") if isinstance(cond, dict) else None
+        dep_hc = services.get(dep, {}).get("healthcheck") or {}
+        if condition == "service_healthy" and (not dep_hc or dep_hc.get("disable") or dep_hc.get("test") in (["NONE"], "NONE")):
+            problems.append(f"{name}: waits for {dep} to be healthy, but {dep} has no health check")
+
+# Search attributes of the dev server = the cycle's.
+sa_src = open("src/search-attributes.ts").read()
+cycle_keys = re.search(r"CYCLE_SEARCH_ATTRIBUTES = \[([^\]]*)\]", sa_src).group(1).replace(" ", "").split(",")
+wanted = {}
+for const in filter(None, cycle_keys):
+    m = re.search(rf"export const {const} = defineSearchAttributeKey\('(\w+)', SearchAttributeType\.(\w+)\)", sa_src)
+    if not m:
+        problems.append(f"cannot read search attribute {const} in src/search-attributes.ts")
+        continue
+    wanted[m.group(1)] = m.group(2).lower()
+cmd = services["temporal"].get("command") or []
+if isinstance(cmd, str):
+    cmd = cmd.split()
+given = {}
+for i, arg in enumerate(cmd):
+    value = arg.split("=", 1)[1] if arg.startswith("--search-attribute=") else (cmd[i + 1] if arg == "--search-attribute" else None)
+    if value:
+        key, _, typ = value.partition("=")
+        given[key] = typ.lower()
+if given != wanted:
+    problems.append(f"temporal: --search-attribute {given} differ from src/search-attributes.ts {wanted}")
+notes.append(f"Temporal registers {', '.join(sorted(given))}")
+
+# Kafka release = the local stack's.
+pom = re.search(r"<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>", open("ops/kafka/pom.xml").read()).group(1)
+image = services["kafka"]["image"]
+if image.rpartition(":")[2] != pom:
+    problems.append(f"kafka: image {image}, but ops/kafka/pom.xml pins Kafka {pom}")
+notes.append(f"Kafka {pom} in both")
+
+if problems:
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    sys.exit(f"  {len(problems)} problems")
+for note in notes:
+    print(f"  {note}")
+print("  SUCCESS")
+PY
