@@ -1,0 +1,177 @@
+/**
+ * The Web UI tells the story (issue 4): a cycle started the way operators start one, through a
+ * schedule, is found in the dev server's Web UI by headless Chromium, which sees its summary, its
+ * outcome (status and final current details) and its owner activities, and saves screenshots to
+ * test-artifacts/ (web-ui-cycle.png: the User Metadata tab; web-ui-cycle-history.png: the timeline).
+ *
+ * Where UI 2.42.1 shows what: the status badge is in the workflow page's header; the static summary
+ * and details and the current details are on the "User Metadata" tab, each rendered as markdown in an
+ * iframe of its own, and the activity summaries are listed there under "Events with Metadata"; on the
+ * History tab the summary appears in the Workflow Execution Started event and each owner activity is
+ * labelled `remindOwner • owner <id>` in the timeline. Current details come from a query the UI sends
+ * when the tab opens, so a worker must be polling the task queue (the test worker is).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { FrameLocator, Page } from 'playwright-core';
+import type { CycleResult } from '../../src/domain/cycle';
+import { utcDate } from '../../src/domain/thresholds';
+import { SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../../src/names';
+import { scheduledCycleMetadata } from '../../src/ui-metadata';
+import type { documentExpiryReminderCycle } from '../../src/workflows';
+import { chromiumPath, launchBrowser, screenshotWholePage, type HeadlessBrowser } from '../support/browser';
+import { insertDocuments } from '../support/data';
+import {
+  connectClient,
+  createTestDatabase,
+  startTestWorker,
+  testConfig,
+  type TestDatabase,
+  type TestWorker,
+} from '../support/stack';
+
+const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
+const SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle.png');
+const HISTORY_SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle-history.png');
+/** How long one UI element may take to appear (the UI polls the server; the machine is small). */
+const UI_TIMEOUT = 30_000;
+
+const suffix = crypto.randomBytes(4).toString('hex');
+const scheduleId = `web-ui-test-${suffix}`;
+const taskQueue = `web-ui-test-${suffix}`;
+const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
+const metadata = scheduledCycleMetadata(config);
+
+let db: TestDatabase;
+let temporal: { client: Client; close(): Promise<void> };
+let w: TestWorker;
+let browser: HeadlessBrowser | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('web_ui');
+  temporal = await connectClient();
+  w = await startTestWorker(db, { taskQueue, config });
+});
+afterAll(async () => {
+  await browser?.close();
+  await temporal?.client.schedule.getHandle(scheduleId).delete().catch(() => {});
+  await w?.stop();
+  await temporal?.close();
+  await db?.close();
+});
+
+function uiUrl(): string {
+  const url = process.env.TEMPORAL_UI_URL;
+  if (!url) {
+    throw new Error('TEMPORAL_UI_URL is not set: the stack must start the Web UI (run the tests with npm test)');
+  }
+  return url.replace(/\/$/, '');
+}
+
+/**
+ * Creates a schedule shaped like the real one (src/schedule.ts: same action, metadata and policies) on
+ * this file's task queue, triggers it as `schedule trigger` does, and returns the started workflow's id.
+ */
+async function triggerScheduledCycle(client: Client): Promise<string> {
+  const handle = await client.schedule.create<typeof documentExpiryReminderCycle>({
+    scheduleId,
+    spec: {
+      intervals: [{ every: config.schedule.intervalMs, offset: config.schedule.offsetMs }],
+      // Its own ticks start tomorrow, so the only cycle in this test is the one the trigger starts.
+      startAt: new Date(Date.now() + 24 * 3_600_000),
+    },
+    action: {
+      type: 'startWorkflow',
+      workflowType: WORKFLOW_TYPE,
+      taskQueue,
+      workflowId: `${SCHEDULED_WORKFLOW_ID}-web-ui-${suffix}`,
+      args: [{}],
+      ...metadata,
+    },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1h', pauseOnFailure: false },
+  });
+  await handle.trigger(ScheduleOverlapPolicy.SKIP);
+  const deadline = Date.now() + UI_TIMEOUT;
+  for (;;) {
+    const { info } = await handle.describe();
+    const workflowId = (info.runningActions[0] ?? info.recentActions[0])?.workflow.workflowId;
+    if (workflowId) return workflowId;
+    if (Date.now() > deadline) throw new Error(`schedule ${scheduleId} started no cycle within ${UI_TIMEOUT} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The markdown iframe under a User Metadata heading ("Summary", "Details", "Current Details"). */
+function markdownUnder(page: Page, heading: string): FrameLocator {
+  return page
+    .locator(`xpath=//h3[normalize-space()="${heading}"]/ancestor::div[.//iframe][1]//iframe[@title="output"]`)
+    .first()
+    .contentFrame();
+}
+
+test('the Web UI shows the latest scheduled cycle with its summary, outcome and owner activities', async () => {
+  chromiumPath(); // fails at once, saying to run scripts/install-chromium.sh, when there is no browser
+  const asOfDate = utcDate(new Date());
+  const seeded = await insertDocuments(db.admin, asOfDate, [{ daysLeft: 30 }, { daysLeft: 7 }, { daysLeft: 0 }]);
+  const owners = seeded.map((d) => d.ownerUserId);
+
+  const workflowId = await triggerScheduledCycle(temporal.client);
+  const result = (await temporal.client.workflow.getHandle(workflowId).result()) as CycleResult;
+  expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 3, ownersNotified: 3 }));
+  const resultAsOfDate = result.asOf.slice(0, 10);
+
+  browser = await launchBrowser();
+  const { page } = browser;
+  page.setDefaultTimeout(UI_TIMEOUT);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+
+  // The operator's way in: the workflow list, filtered to this schedule's cycles, newest first.
+  const query = `WorkflowType="${WORKFLOW_TYPE}" AND TemporalScheduledById="${scheduleId}"`;
+  await page.goto(`${uiUrl()}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+  const rows = page.getByTestId('workflows-summary-configurable-table-row');
+  const latest = rows.first();
+  const link = latest.getByRole('link', { name: workflowId, exact: true });
+  await link.waitFor();
+  await expect(rows.count()).resolves.toBe(1);
+  await latest.getByText('Completed', { exact: true }).waitFor();
+
+  // History tab: outcome in the header, the summary in the start event, one timeline bar per owner.
+  await link.click();
+  await page.waitForURL(/\/history$/);
+  await page.getByTestId('workflow-id-heading').getByText(workflowId).waitFor();
+  await page.locator('header').getByText('Completed', { exact: true }).first().waitFor();
+  await page.getByText(metadata.staticSummary, { exact: true }).first().waitFor();
+  for (const owner of owners) {
+    await page.getByText(`remindOwner • owner ${owner}`, { exact: true }).first().waitFor();
+  }
+  await screenshotWholePage(page, HISTORY_SCREENSHOT);
+
+  // User Metadata tab: static summary and details, final current details, the owner activities.
+  await page.getByTestId('user-metadata-tab').click();
+  await page.waitForURL(/\/user-metadata$/);
+  await markdownUnder(page, 'Summary').getByText(metadata.staticSummary, { exact: true }).waitFor();
+  const details = markdownUnder(page, 'Details');
+  await details.locator('strong', { hasText: 'AsOf:' }).waitFor();
+  await details.getByText(/the schedule.s action time/).waitFor();
+  await details.locator('strong', { hasText: 'Thresholds (days):' }).waitFor();
+
+  const current = markdownUnder(page, 'Current Details');
+  // "**completed** · AsOf … reminders 3 …", rendered as markdown: the status in bold.
+  await current.locator('strong', { hasText: /^completed$/ }).waitFor();
+  const currentText = (await current.locator('body').innerText()).replace(/\s+/g, ' ').trim();
+  expect(currentText).toMatch(new RegExp(`^completed · AsOf ${resultAsOfDate} · thresholds 30, 7, 1, 0 · `));
+  expect(currentText).toContain('owners 3 done, 0 failed · reminders 3 · run 1');
+
+  const withMetadata = page.locator(
+    'xpath=//h3[normalize-space()="Events with Metadata"]/ancestor::div[.//p[normalize-space()="Activity"]][1]',
+  );
+  for (const owner of owners) {
+    await withMetadata.getByText(`owner ${owner}`, { exact: true }).waitFor();
+  }
+  await expect(withMetadata.getByText('Completed', { exact: true }).count()).resolves.toBe(3);
+
+  await screenshotWholePage(page, SCREENSHOT);
+  expect(fs.statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+});
