@@ -63,10 +63,22 @@ export function cycleSinks(metrics: WorkerMetrics | undefined): InjectedSinks<Cy
   };
 }
 
+/**
+ * The workflow side of a worker (interceptors and sinks), shared by the real worker and the replay test
+ * so that what replays is what runs. With a prebuilt bundle, the bundle must include the interceptors.
+ */
+export function workflowSideOptions(tracing: Tracing, metrics: WorkerMetrics | undefined, prebuilt: boolean) {
+  return {
+    workflowModules: prebuilt ? [] : [OTEL_WORKFLOW_INTERCEPTORS],
+    sinks: { ...cycleSinks(metrics), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+  };
+}
+
 /** Creates the worker: the cycle workflow plus the activities built from `deps`. */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const { config, connection, pool, logger, metrics } = deps;
   const tracing = deps.tracing ?? createTracing({ serviceName: 'expiry-reminder-worker' });
+  const workflowSide = workflowSideOptions(tracing, metrics, Boolean(deps.workflowBundle));
   return Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -76,7 +88,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       ? { workflowBundle: deps.workflowBundle }
       : { workflowsPath: WORKFLOWS_PATH }),
     interceptors: {
-      ...(deps.workflowBundle ? {} : { workflowModules: [OTEL_WORKFLOW_INTERCEPTORS] }),
+      workflowModules: workflowSide.workflowModules,
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
@@ -85,7 +97,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       ],
     },
     activities: createActivities({ pool, logger, config, metrics }),
-    sinks: { ...cycleSinks(metrics), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+    sinks: workflowSide.sinks,
     // Owner transactions hold a pooled connection each; never run more than the pool can serve.
     maxConcurrentActivityTaskExecutions: config.databasePoolSize,
     shutdownGraceTime: '30s',
