@@ -35,8 +35,15 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
     idleTimeoutMillis: 30_000,
     types,
   });
-  // An idle client losing its server (restart, failover) emits here; without a listener Node exits.
+  // A client losing its server (restart, failover, terminated backend) emits 'error' in whatever state it
+  // is in: idle in the pool (the pool re-emits it here), checked out between statements, or already
+  // released after a failed query when the server's FATAL message arrives. Unheard, any of them crashes
+  // the process, so every client gets a listener for its whole life; the statements in flight still
+  // fail on their own and are retried by their callers.
   pool.on('error', (err) => onError?.(err));
+  pool.on('connect', (client) => {
+    client.on('error', (err) => onError?.(err));
+  });
   return pool;
 }
 
@@ -47,6 +54,13 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client whose server goes away between statements (restart, failover, terminated
+  // backend) emits 'error'; unheard, that crashes the process. Keep it, fail this transaction, and
+  // destroy the client instead of pooling it.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -60,6 +74,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     }
     throw err;
   } finally {
+    client.off('error', onError);
     client.release(broken);
   }
 }

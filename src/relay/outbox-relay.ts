@@ -41,7 +41,7 @@ type BatchOutcome = { published: number } | { failed: Error; rows: number };
 
 class SendTimeoutError extends Error {
   constructor(ms: number) {
-    super(`Kafka did not acknowledge the batch within ${ms} ms`);
+    super(`Kafka did not take the batch within ${ms} ms`);
     this.name = 'SendTimeoutError';
   }
 }
@@ -64,17 +64,28 @@ export class OutboxRelay {
     this.log = deps.logger.child({ component: 'relay' });
   }
 
-  /** Creates the topic if missing, connects the producer and the listener, and starts the loop. */
+  /**
+   * Starts listening and the loop. Kafka need not be up: the topic is ensured before the first send,
+   * and a broker that is down is one more failed batch to back off from, not a failed start.
+   */
   async start(): Promise<void> {
+    await this.listen();
+    this.loop = this.run();
+  }
+
+  private topicReady = false;
+
+  /** Creates the topic when missing (never relying on auto-create), once per relay. */
+  private async ensureTopicOnce(): Promise<void> {
+    if (this.topicReady) return;
     const admin = this.deps.kafka.admin();
     await admin.connect();
     try {
       await ensureTopic(admin, TOPIC, this.deps.config.kafka.topicPartitions, this.deps.config.kafka.topicReplicationFactor);
+      this.topicReady = true;
     } finally {
-      await admin.disconnect();
+      await admin.disconnect().catch(() => {});
     }
-    await this.listen();
-    this.loop = this.run();
   }
 
   /** Stops after the batch in flight (it commits or rolls back whole), then disconnects. */
@@ -176,19 +187,13 @@ export class OutboxRelay {
     }
   }
 
+  /** Topic, connection and send, all under the relay's own timeout: kafkajs retries for a long time on its own. */
   private async produce(rows: OutboxMessage[]): Promise<void> {
-    const producer = await this.connectedProducer();
-    const byTopic = new Map<string, OutboxMessage[]>();
-    for (const row of rows) byTopic.set(row.topic, [...(byTopic.get(row.topic) ?? []), row]);
     const timeoutMs = this.deps.config.relay.sendTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        producer.sendBatch({
-          acks: -1,
-          topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list.map(toKafkaMessage) })),
-        }),
-        // kafkajs retries for a long time on its own; the relay wants to record the failure and back off.
+        this.produceUnbounded(rows),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new SendTimeoutError(timeoutMs)), timeoutMs);
         }),
@@ -196,6 +201,17 @@ export class OutboxRelay {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private async produceUnbounded(rows: OutboxMessage[]): Promise<void> {
+    await this.ensureTopicOnce();
+    const producer = await this.connectedProducer();
+    const byTopic = new Map<string, OutboxMessage[]>();
+    for (const row of rows) byTopic.set(row.topic, [...(byTopic.get(row.topic) ?? []), row]);
+    await producer.sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list.map(toKafkaMessage) })),
+    });
   }
 
   private async connectedProducer(): Promise<Producer> {

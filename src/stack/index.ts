@@ -21,6 +21,8 @@ export interface Stack {
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
+  /** Stops the dev server, waits `downMs`, starts it again on the same port (state survives with `temporalDbFile`). */
+  restartTemporal(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,8 @@ export interface StackOptions {
   log?: (line: string) => void;
   /** Start the Web UI too (default true). */
   ui?: boolean;
+  /** Keep Temporal's state in this SQLite file, so `restartTemporal` resumes running cycles. */
+  temporalDbFile?: string;
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
@@ -59,22 +63,25 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     kafka = await startOrAdoptKafka(log);
     const port = await freePort();
     const uiPort = options.ui === false ? undefined : await freePort();
-    env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: cliPath ? { type: 'existing-path', path: cliPath } : { type: 'cached-download' },
-        ip: '127.0.0.1',
-        port,
-        ui: uiPort !== undefined,
-        uiPort,
-        log: { format: 'json', level: 'error' },
-        searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
-        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
-      },
-    });
+    const startTemporal = () =>
+      TestWorkflowEnvironment.createLocal({
+        server: {
+          executable: cliPath ? { type: 'existing-path', path: cliPath } : { type: 'cached-download' },
+          ip: '127.0.0.1',
+          port,
+          ui: uiPort !== undefined,
+          uiPort,
+          dbFilename: options.temporalDbFile,
+          log: { format: 'json', level: 'error' },
+          searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
+          extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
+        },
+      });
+    env = await startTemporal();
     const address = `127.0.0.1:${port}`;
     const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
     log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
-    const started = env;
+    let started = env;
     const broker = kafka.broker;
     return {
       postgres,
@@ -88,6 +95,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         KAFKA_BROKERS: kafka.brokers,
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
         ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
+      },
+      restartTemporal: async (downMs: number) => {
+        await started.teardown();
+        await new Promise((r) => setTimeout(r, downMs));
+        started = await startTemporal();
       },
       stop: async () => {
         await started.teardown();

