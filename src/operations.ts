@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { requireDatabaseUrl, type Config } from './config';
 import type { CycleResult, PageCursor } from './domain/cycle';
 import { selectCandidatePage, type CandidateWindow } from './db/candidates';
-import { createPool, type Queryable } from './db/pool';
+import { createPool, withTransaction, type Queryable } from './db/pool';
 import { selectDueDocumentsOfOwners } from './db/preview';
 import type { WonDocument } from './db/reminders';
 import { WORKFLOW_TYPE } from './names';
@@ -64,30 +64,11 @@ export async function previewCycle(db: Queryable, window: CandidateWindow, batch
 }
 
 /**
- * Runs `fn` on one connection inside `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY` and rolls back:
- * PostgreSQL itself refuses any write, and every statement sees the same snapshot.
+ * Runs `fn` in a `REPEATABLE READ READ ONLY` transaction: PostgreSQL itself refuses any write, and every
+ * statement sees the same snapshot.
  */
-export async function withReadOnlySnapshot<T>(pool: pg.Pool, fn: (db: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // A checked-out client that loses its server emits 'error', which would crash the process unheard.
-  const onError = (err: Error) => {
-    broken = err;
-  };
-  client.on('error', onError);
-  try {
-    await client.query('begin isolation level repeatable read read only');
-    try {
-      return await fn(client);
-    } finally {
-      await client.query('rollback').catch((err: Error) => {
-        broken = err;
-      });
-    }
-  } finally {
-    client.off('error', onError);
-    client.release(broken);
-  }
+export function withReadOnlySnapshot<T>(pool: pg.Pool, fn: (db: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withTransaction(pool, fn, 'begin isolation level repeatable read read only');
 }
 
 /**

@@ -49,9 +49,14 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
 
 /**
  * Runs `fn` in one transaction on a client of `pool`: commit on success, rollback on any error.
- * A client whose rollback failed is destroyed rather than returned to the pool.
+ * A client whose rollback failed, or whose server went away, is destroyed rather than returned to the pool.
+ * @param begin the statement that opens the transaction, e.g. with an isolation level or READ ONLY.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client whose server goes away between statements (restart, failover, terminated
@@ -62,7 +67,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   };
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

@@ -21,6 +21,7 @@ import { createTracing } from '../../src/tracing';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
 import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import { waitFor } from '../support/wait';
 
 const root = path.resolve(__dirname, '..', '..');
 let db: TestDatabase;
@@ -94,13 +95,6 @@ function metricNames(text: string): Set<string> {
   );
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 test('worker and relay processes: logs carry the five cycle events and no document value or secret; /metrics matches the ledger and outbox; every alert and dashboard metric exists', async () => {
   const today = new Date().toISOString().slice(0, 10);

@@ -15,6 +15,7 @@ import { databaseUrl } from '../../src/stack/postgres';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil } from '../../src/stack/consume';
 import { CapturedLogs, connectClient, createTestDatabase, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import { waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let broker: KafkaBroker;
@@ -44,13 +45,6 @@ async function unpublished(): Promise<{ n: number; attempts: number; errors: num
   return rows[0];
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
   const config = loadConfig({

@@ -20,6 +20,7 @@ import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil, type ConsumedMessage } from '../../src/stack/consume';
 import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import { waitFor } from '../support/wait';
 
 const AS_OF_DATE = '2026-12-02';
 const brokers = () => {
@@ -50,13 +51,6 @@ async function unpublished(): Promise<number> {
   return rows[0].n;
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   db = await createTestDatabase('relay');

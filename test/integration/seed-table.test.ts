@@ -19,6 +19,7 @@ import {
   type TestDatabase,
   type TestWorker,
 } from '../support/stack';
+import { waitFor } from '../support/wait';
 
 const AS_OF = '2026-12-02T03:00:00.000Z';
 const AS_OF_DATE = '2026-12-02';
@@ -361,10 +362,3 @@ test('cancellation', async () => {
   expect(all).toHaveLength(docs.length);
 });
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
