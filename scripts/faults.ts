@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { countDueDocuments } from '../src/db/candidates';
 import { runMigrations } from '../src/db/migrate';
@@ -123,7 +123,7 @@ function startProcess(entry: 'worker' | 'relay', env: Record<string, string>): P
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code, signal) => {
       // A process dying on its own is part of what the suite watches for: show why.
-      if (!killed && code !== 78) {
+      if (!killed && code !== 78 && code !== 69) {
         const file = path.join(os.tmpdir(), `faults-${entry}-${child.pid}.log`);
         fs.writeFileSync(file, output.join(''));
         say(`  ${entry} exited on its own (${code ?? signal}); its output: ${file}`);
@@ -367,7 +367,7 @@ const scenarios: Scenario[] = [
   },
   {
     id: 's7',
-    name: 'bad input: invalid configuration, extreme dates, unknown types, maximal lengths, missing schema, wrong password',
+    name: 'bad input: invalid configuration, extreme dates, unknown types, maximal lengths, missing or mis-migrated schema, wrong password',
     checks: 'exit code, message, no partial writes',
     async run() {
       const problems: string[] = [];
@@ -409,27 +409,28 @@ const scenarios: Scenario[] = [
       if (result.remindersSent !== 1) problems.push(`extreme data: expected 1 reminder, got ${result.remindersSent}`);
       problems.push(...(await invariants(db)));
       await worker.kill('SIGTERM');
-      // A database without the schema, and a wrong password: the cycle fails at once, clearly, writing nothing.
+      // A database without the schema, one that lost its dedupe index, and a wrong password: the worker
+      // refuses to start, says why, prints no password, and nothing is written.
       const emptyUrl = await createDatabase(stack.postgres.adminUrl, `faults_empty_${crypto.randomBytes(3).toString('hex')}`);
-      const noSchema = databaseUrl(emptyUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker });
-      for (const [label, url, expect] of [
-        ['missing schema', noSchema, /does not exist|permission denied/],
-        ['wrong password', databaseUrl(db.workerUrl, { password: 'not-the-password' }), /password authentication failed/],
+      const misMigrated = await newDb('s7b');
+      await misMigrated.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
+      for (const [label, url, code, expect] of [
+        ['missing schema', databaseUrl(emptyUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker }), 69, /person_documents/],
+        ['mis-migrated schema', misMigrated.workerUrl, 69, /ux_document_expiry_reminders_dedupe/],
+        ['wrong password', databaseUrl(db.workerUrl, { password: 'not-the-password' }), 1, /password authentication failed/],
       ] as const) {
-        const q = `faults-${crypto.randomUUID()}`;
-        const w = startWorker(db, q, { DATABASE_URL: url });
         const before = await outboxCount(db);
-        const err = await (await startCycle(q)).result().then(() => undefined, (e: unknown) => e);
-        const cause = err instanceof WorkflowFailedError ? err.cause : undefined;
-        const message = cause ? `${cause.message} ${(cause.cause as Error | undefined)?.message ?? ''}` : String(err);
-        if (!err) problems.push(`${label}: the cycle did not fail`);
-        else if (!expect.test(message)) problems.push(`${label}: unclear failure: ${message}`);
-        if (message.includes('not-the-password') || message.includes(LOCAL_ROLE_PASSWORDS.worker)) problems.push(`${label}: password in the error`);
+        const w = startWorker(db, `faults-${crypto.randomUUID()}`, { DATABASE_URL: url });
+        const exit = await w.exited;
+        const out = w.output.join('');
+        if (exit !== code) problems.push(`${label}: worker exited ${exit}, expected ${code}`);
+        if (!expect.test(out)) problems.push(`${label}: unclear message: ${out.slice(0, 300)}`);
+        if (out.includes('not-the-password') || out.includes(LOCAL_ROLE_PASSWORDS.worker)) problems.push(`${label}: password printed`);
         if ((await outboxCount(db)) !== before) problems.push(`${label}: rows written`);
-        await w.kill('SIGTERM');
       }
+      await misMigrated.close();
       await db.close();
-      return { size: `${Object.keys(bad).length * 2} bad configurations, 3 odd documents, 2 broken connections`, detail: `${problems.length} problems`, problems };
+      return { size: `${Object.keys(bad).length * 2} bad configurations, 3 odd documents, 3 broken databases`, detail: `${problems.length} problems`, problems };
     },
   },
 ];

@@ -22,6 +22,7 @@ import { createActivities } from './activities';
 import { exitOnConfigError, loadConfig, redactUrl, requireDatabaseUrl, type Config } from './config';
 import { countDueDocuments } from './db/candidates';
 import { createPool } from './db/pool';
+import { workerSchemaProblems } from './db/schema-check';
 import { utcDate } from './domain/thresholds';
 import { createLogger, type Logger } from './logger';
 import { createWorkerMetrics, recordCycleEnded, startMetricsServer, type WorkerMetrics } from './metrics';
@@ -167,6 +168,10 @@ async function main(): Promise<void> {
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
       });
     }
+    const schemaProblems = await workerSchemaProblems(pool);
+    if (schemaProblems.length > 0) {
+      throw new SchemaError(schemaProblems);
+    }
     connection = await NativeConnection.connect(temporalConnectionOptions(config));
     const worker = await createWorker({ config, connection, pool, logger, metrics, tracing });
     logger.info(
@@ -188,8 +193,20 @@ async function main(): Promise<void> {
   }
 }
 
+/** The database is not migrated as the worker needs (exit code 69, EX_UNAVAILABLE). */
+class SchemaError extends Error {
+  constructor(problems: string[]) {
+    super(`The database schema is not what this worker needs (run npm run migrate):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'SchemaError';
+  }
+}
+
 if (require.main === module) {
   main().catch((err: Error) => {
+    if (err instanceof SchemaError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(69);
+    }
     process.stderr.write(`worker failed: ${redactUrl(err.stack ?? err.message)}\n`);
     process.exit(1);
   });

@@ -1,0 +1,46 @@
+/** The worker's start-up check of the schema it needs, against real databases. */
+import crypto from 'node:crypto';
+import { createPool } from '../../src/db/pool';
+import { workerSchemaProblems } from '../../src/db/schema-check';
+import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
+import { createDatabase, databaseUrl } from '../../src/stack/postgres';
+import { createTestDatabase, type TestDatabase } from '../support/stack';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase('schema-check');
+});
+afterAll(async () => {
+  await db?.close();
+});
+
+test('a migrated database passes the check', async () => {
+  expect(await workerSchemaProblems(db.worker)).toEqual([]);
+});
+
+test('a database without the schema is refused, naming what is missing', async () => {
+  const name = `t_empty_${crypto.randomBytes(4).toString('hex')}`;
+  const url = await createDatabase(process.env.STACK_DATABASE_ADMIN_URL!, name);
+  const pool = createPool({ connectionString: databaseUrl(url, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker }), max: 1 });
+  try {
+    const problems = await workerSchemaProblems(pool);
+    expect(problems.join('\n')).toMatch(/profile\.person_documents: .*does not exist/);
+    expect(problems.join('\n')).toMatch(/ux_document_expiry_reminders_dedupe/);
+  } finally {
+    await pool.end();
+  }
+});
+
+test('a schema that lost the dedupe index is refused: reminders could repeat', async () => {
+  await db.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
+  try {
+    expect(await workerSchemaProblems(db.worker)).toEqual([
+      expect.stringContaining('the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing'),
+    ]);
+  } finally {
+    await db.admin.query(
+      'create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)',
+    );
+  }
+});
