@@ -26,7 +26,7 @@ import { workerSchemaProblems } from './db/schema-check';
 import { utcDate } from './domain/thresholds';
 import { createLogger, type Logger } from './logger';
 import { createWorkerMetrics, recordCycleEnded, startMetricsServer, type WorkerMetrics } from './metrics';
-import { freePort } from './stack/ports';
+import { freePort } from './ports';
 import { temporalConnectionOptions } from './temporal';
 import { createTracing, OTEL_WORKFLOW_INTERCEPTORS, type Tracing } from './tracing';
 import type { CycleSinks } from './workflows/sinks';

@@ -6,7 +6,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
-import { freePort } from './ports';
+import { freePort } from '../ports';
 import { startPostgres, type PostgresServer } from './postgres';
 import { findOrBuildTemporalCli } from './temporal-cli';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureTopic } from '../kafka';
-import { freePort } from './ports';
+import { freePort } from '../ports';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');

@@ -15,7 +15,7 @@ import { createPool } from '../../src/db/pool';
 import { createKafka } from '../../src/kafka';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
 import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
-import { freePort } from '../../src/stack/ports';
+import { freePort } from '../../src/ports';
 import { databaseUrl } from '../../src/stack/postgres';
 import { createTracing } from '../../src/tracing';
 import { insertDocuments, markers, outbox } from '../support/data';
