@@ -131,6 +131,12 @@ async function main(): Promise<void> {
       await relayPool.end();
     });
     const ids = new Set(events.map((e) => e.id as string));
+    // The relay creates the topic with its first send; read it back once everything is published.
+    for (let i = 0; i < 300; i++) {
+      const { rowCount } = await admin.query('select 1 from profile.outbox_messages where published_at is null');
+      if (rowCount === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const received = await consumeUntil(stack.kafkaBrokers, (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= ids.size);
     say(`Received from Kafka topic ${TOPIC} (published by the relay):`);
     console.table(
