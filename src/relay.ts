@@ -47,14 +47,16 @@ async function main(): Promise<void> {
         },
       })
     : undefined;
+  // Listening from the start: a signal during start-up stops the relay right after it.
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
   try {
     const backlog = await outboxBacklog(pool);
     await relay.start();
     logger.info({ brokers: config.kafka.brokers, backlog: backlog.count, oldestAgeSeconds: backlog.oldestAgeSeconds }, 'relay started');
-    const signal = await new Promise<string>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    const signal = await stopSignal;
     logger.info({ signal }, 'relay stopping');
   } finally {
     server?.close();

@@ -1,6 +1,7 @@
 /** Reading the real topic back, as a consumer would (the demo and the tests use it). */
 import crypto from 'node:crypto';
 import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+import { ensureTopic } from '../kafka';
 import { TOPIC } from '../names';
 
 export interface ConsumedMessage {
@@ -30,6 +31,14 @@ export async function consumeUntil(
   const kafka = new Kafka({ clientId: 'test-consumer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const consumer = kafka.consumer({ groupId: `test-${crypto.randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
   const messages: ConsumedMessage[] = [];
+  // The relay creates the topic with its first send; a reader that comes first must not fail on it.
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureTopic(admin, topic, 3, 1);
+  } finally {
+    await admin.disconnect();
+  }
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });

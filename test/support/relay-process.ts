@@ -22,11 +22,12 @@ async function main(): Promise<void> {
     logger,
     onSent: process.env.CRASH_AFTER_SEND === '1' ? () => void process.kill(process.pid, 'SIGKILL') : undefined,
   });
-  await relay.start();
-  process.stdout.write('RELAY_STARTED\n');
+  // Listen before announcing the start, so a SIGTERM right after the announcement is never missed.
   process.once('SIGTERM', () => {
     relay.stop().then(() => pool.end()).then(() => process.exit(0));
   });
+  await relay.start();
+  process.stdout.write('RELAY_STARTED\n');
 }
 
 main().catch((err: Error) => {
