@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays } from '../../src/domain/thresholds';
-import { insertDocuments, markers, outbox } from '../support/data';
+import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyEventTypes } from '../support/history';
 import {
   connectClient,
@@ -123,14 +123,7 @@ test('the time limit ends the cycle as time-limit and the next cycle reminds the
 test('an owner that still fails after its retries is counted and the others are reminded', async () => {
   const bad = crypto.randomUUID();
   await insertDocuments(db.admin, AS_OF_DATE, [{ ownerUserId: bad, daysLeft: 7 }, { daysLeft: 7 }, { daysLeft: 0 }]);
-  await db.admin.query(`
-    create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
-    begin
-      if new.owner_user_id = '${bad}' then raise exception 'rejected for the test' using errcode = '22023'; end if;
-      return new;
-    end $$;
-    create trigger test_reject_owner before insert on profile.document_expiry_reminders
-      for each row execute function profile.test_reject_owner();`);
+  const undoReject = await rejectOwner(db.admin, bad);
   try {
     const result = await cycle();
 
@@ -139,7 +132,7 @@ test('an owner that still fails after its retries is counted and the others are 
     expect(rows.map((r) => r.aggregate_id)).not.toContain(bad);
     expect((await markers(db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
   } finally {
-    await db.admin.query('drop trigger test_reject_owner on profile.document_expiry_reminders; drop function profile.test_reject_owner()');
+    await undoReject();
   }
 });
 

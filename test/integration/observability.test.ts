@@ -18,7 +18,7 @@ import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
 import { freePort } from '../../src/ports';
 import { databaseUrl } from '../../src/stack/postgres';
 import { createTracing } from '../../src/tracing';
-import { insertDocuments, markers, outbox } from '../support/data';
+import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
 import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
 import { waitFor } from '../support/wait';
@@ -108,14 +108,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     { ownerUserId: failing, daysLeft: 1, numberMask: `**** ${canary}5` },
   ]);
   await db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [`${canary}-cipher`]);
-  await db.admin.query(`
-    create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
-    begin
-      if new.owner_user_id = '${failing}' then raise exception 'rejected for the test' using errcode = '22023'; end if;
-      return new;
-    end $$;
-    create trigger test_reject_owner before insert on profile.document_expiry_reminders
-      for each row execute function profile.test_reject_owner();`);
+  const undoReject = await rejectOwner(db.admin, failing);
 
   const taskQueue = `obs-${crypto.randomUUID()}`;
   const [workerPort, relayPort] = [await freePort(), await freePort()];
@@ -142,7 +135,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   } finally {
     expect(await relay.stop()).toBe(0);
     expect(await worker.stop()).toBe(0);
-    await db.admin.query('drop trigger if exists test_reject_owner on profile.document_expiry_reminders');
+    await undoReject();
   }
 
   // Metrics agree with what the database says happened.

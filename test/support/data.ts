@@ -110,3 +110,21 @@ export async function documentsFingerprint(db: Queryable): Promise<string> {
   );
   return rows[0].md5;
 }
+
+/**
+ * Makes every ledger insert for `ownerUserId` fail with a data exception (SQLSTATE 22023, which the
+ * activities treat as permanent), so that owner fails after its retries. Returns the undo.
+ */
+export async function rejectOwner(db: Queryable, ownerUserId: string): Promise<() => Promise<void>> {
+  await db.query(`
+    create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
+    begin
+      if new.owner_user_id = '${ownerUserId}' then raise exception 'rejected for the test' using errcode = '22023'; end if;
+      return new;
+    end $$;
+    create trigger test_reject_owner before insert on profile.document_expiry_reminders
+      for each row execute function profile.test_reject_owner();`);
+  return async () => {
+    await db.query('drop trigger if exists test_reject_owner on profile.document_expiry_reminders; drop function if exists profile.test_reject_owner()');
+  };
+}
