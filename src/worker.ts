@@ -149,7 +149,10 @@ async function main(): Promise<void> {
     return { config, databaseUrl: requireDatabaseUrl(config, 'worker') };
   });
   const logger = createLogger(config.logLevel);
-  const sdkMetricsAddress = config.metricsPort ? `127.0.0.1:${await freePort()}` : undefined;
+  // The SDK's exporter gets a loopback port of its own, never the one /metrics is about to bind.
+  let sdkPort = 0;
+  while (config.metricsPort && (sdkPort === 0 || sdkPort === config.metricsPort)) sdkPort = await freePort();
+  const sdkMetricsAddress = config.metricsPort ? `127.0.0.1:${sdkPort}` : undefined;
   installRuntime(logger, config.logLevel, sdkMetricsAddress);
   const pool = createPool(
     { connectionString: databaseUrl, max: config.databasePoolSize, applicationName: 'expiry-reminder-worker' },

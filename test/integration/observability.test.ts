@@ -111,16 +111,19 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   const undoReject = await rejectOwner(db.admin, failing);
 
   const taskQueue = `obs-${crypto.randomUUID()}`;
-  const [workerPort, relayPort] = [await freePort(), await freePort()];
-  const worker = await startProcess(
-    'worker',
-    { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: String(workerPort), LOG_LEVEL: 'info' },
-    'worker started',
-  );
+  const relayPort = await freePort();
+  let workerPort = await freePort();
+  while (workerPort === relayPort) workerPort = await freePort();
+  // The relay first: its port is bound before the worker looks for a free one for the SDK's exporter.
   const relay = await startProcess(
     'relay',
     { DATABASE_URL: relayUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, METRICS_PORT: String(relayPort), RELAY_POLL_INTERVAL: '200ms', LOG_LEVEL: 'info' },
     'relay started',
+  );
+  const worker = await startProcess(
+    'worker',
+    { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: String(workerPort), LOG_LEVEL: 'info' },
+    'worker started',
   );
   let workerMetrics: string;
   let relayMetrics: string;
