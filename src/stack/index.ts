@@ -62,7 +62,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   try {
     kafka = await startOrAdoptKafka(log);
     const port = await freePort();
-    const uiPort = options.ui === false ? undefined : await freePort();
+    let uiPort = options.ui === false ? undefined : await freePort();
+    // A port just released can be handed out again: the two must differ.
+    while (uiPort === port) uiPort = await freePort();
     const startTemporal = () =>
       TestWorkflowEnvironment.createLocal({
         server: {
