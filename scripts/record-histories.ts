@@ -52,7 +52,7 @@ import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
 import { LOCAL_ROLE_PASSWORDS, startStack } from '../src/stack';
 import { createDatabase, databaseUrl } from '../src/stack/postgres';
 import { createWorker } from '../src/worker';
-import { insertDocuments } from '../test/support/data';
+import { insertDocuments, rejectOwner } from '../test/support/data';
 
 type History = temporal.api.history.v1.IHistory;
 const EventType = temporal.api.enums.v1.EventType;
@@ -138,14 +138,7 @@ export const SCENARIOS: Scenario[] = [
         { daysLeft: null },
       ]);
       await insertMarker(ctx.admin, addDays(AS_OF_DATE, -120));
-      await ctx.admin.query(`
-        create function profile.replay_fixture_reject() returns trigger language plpgsql as $$
-        begin
-          if new.owner_user_id = '${bad}' then raise exception 'rejected for the fixture' using errcode = '22023'; end if;
-          return new;
-        end $$;
-        create trigger replay_fixture_reject before insert on profile.document_expiry_reminders
-          for each row execute function profile.replay_fixture_reject();`);
+      await rejectOwner(ctx.admin, bad);
       const handle = await start(ctx, 'normal', { asOf: AS_OF_DATE, batchSize: 3, ownerConcurrency: 2 });
       const result = (await handle.result()) as CycleResult;
       check('normal', result, (r) => r.status === 'completed' && r.failedOwners === 1 && r.pages >= 3 && r.pruned === 1 && r.runs === 1);
@@ -241,8 +234,8 @@ async function slowOwners(admin: pg.Pool): Promise<void> {
 
 async function dropTestTriggers(admin: pg.Pool): Promise<void> {
   await admin.query(`
-    drop trigger if exists replay_fixture_reject on profile.document_expiry_reminders;
-    drop function if exists profile.replay_fixture_reject();
+    drop trigger if exists test_reject_owner on profile.document_expiry_reminders;
+    drop function if exists profile.test_reject_owner();
     drop trigger if exists replay_fixture_slow on profile.document_expiry_reminders;
     drop function if exists profile.replay_fixture_slow();
     truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages;`);

@@ -20,6 +20,7 @@ import { WORKFLOW_TYPE } from '../../src/names';
 import { ensureSearchAttributes } from '../../src/schedule';
 import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/search-attributes';
 import { connectClient } from '../support/stack';
+import { eventually } from '../support/wait';
 
 const run = promisify(execFile);
 
@@ -99,18 +100,7 @@ function attribute(wf: ListedWorkflow, name: string): unknown {
   return data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns something other than undefined. */
-async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 /** A schedule of the production shape (every 24h at 03:00 UTC, overlap skip) on a queue with no worker. */
 async function createSchedule(): Promise<{ scheduleId: string; workflowIdPrefix: string }> {

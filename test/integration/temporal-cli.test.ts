@@ -13,6 +13,7 @@ import { addDays, utcDate } from '../../src/domain/thresholds';
 import { applySchedule } from '../../src/schedule';
 import { insertDocuments, outbox } from '../support/data';
 import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+import { eventually } from '../support/wait';
 
 const run = promisify(execFile);
 
@@ -74,16 +75,6 @@ const describeSchedule = (scheduleId: string) => temporalJson<DescribedSchedule>
 const listWorkflows = (query: string) => temporalJson<ListedWorkflow[]>('workflow', 'list', '--query', query);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns something other than undefined. */
-async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 function newScheduleId(): string {
   const id = `temporal-cli-test-${crypto.randomBytes(4).toString('hex')}`;

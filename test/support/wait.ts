@@ -6,3 +6,14 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000,
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Polls `fn` until it returns something other than undefined, and returns that. */
+export async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
