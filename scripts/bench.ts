@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- [--workload smoke|backlog|steady|idle] [--documents N --owners M --due K --due-owners O]
- *                   [--batch-size B] [--owner-concurrency C] [--pool-size P] [--only temporal,a,b]`
+ *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--pool-size P] [--only temporal,a,b]`
  *
  * The benchmark of issue 7. Starts the local stack (PostgreSQL + Temporal dev server, no UI, no Kafka)
  * or uses STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS when set; creates a fresh migrated database, seeds
@@ -8,13 +8,13 @@
  *   temporal   the full cycle: a worker process (`node --import tsx src/worker.ts`) and a cycle started
  *              with client.workflow.start (asOf fixed); wall time start → result, history events per run,
  *              the worker's peak RSS (VmRSS sampled during the cycle, and VmHWM of the process);
- *   a          baseline A: the same per-owner transactions (tryLockOwner + markAndEnqueueOwner in
+ *   a          baseline A: the same per-owner transactions (claimOwners for one owner in
  *              withTransaction) driven by a plain Node loop: page, then the page's owners ≤ concurrency;
  *   b          baseline B: one set-based statement per page doing the whole claim (bench/claim-page.ts);
  *   repeat     the Temporal cycle again over the claimed data (nothing due: the "idle" cycle).
  * Prints a table and writes bench/results/<workload>.json (and bench/explain-<workload>.txt).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,7 +28,7 @@ import { seedDocuments } from '../bench/seed';
 import { selectCandidatePage, type CandidateWindow } from '../src/db/candidates';
 import { runMigrations } from '../src/db/migrate';
 import { createPool, withTransaction, type Queryable } from '../src/db/pool';
-import { markAndEnqueueOwner, tryLockOwner } from '../src/db/reminders';
+import { claimOwners } from '../src/db/reminders';
 import type { CycleResult, PageCursor } from '../src/domain/cycle';
 import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../src/stack';
@@ -50,11 +50,13 @@ const { values: a } = parseArgs({
     due: { type: 'string' },
     'due-owners': { type: 'string' },
     'batch-size': { type: 'string', default: '500' },
-    'owner-concurrency': { type: 'string', default: '50' },
+    'owner-concurrency': { type: 'string', default: '400' },
+    'owner-group-size': { type: 'string', default: '100' },
     'pool-size': { type: 'string', default: '20' },
     only: { type: 'string', default: 'temporal,a,b,repeat' },
     'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
     'keep-db': { type: 'boolean', default: false },
+    worker: { type: 'string', default: 'dist' },
   },
 });
 
@@ -70,6 +72,7 @@ const W = {
 };
 const BATCH = Number(a['batch-size']);
 const CONCURRENCY = Number(a['owner-concurrency']);
+const GROUP = Number(a['owner-group-size']);
 const POOL = Number(a['pool-size']);
 const AS_OF = a['as-of']!;
 const THRESHOLDS = [30, 7, 1, 0];
@@ -137,18 +140,17 @@ async function baselineA(workerUrl: string): Promise<Measurement> {
       const inFlight = new Set<Promise<void>>();
       for (const ownerUserId of ownerIds) {
         while (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
-        const run: Promise<void> = withTransaction(pool, async (tx) => {
-          if (!(await tryLockOwner(tx, ownerUserId))) return undefined;
-          return markAndEnqueueOwner(tx, {
+        const run: Promise<void> = withTransaction(pool, (tx) =>
+          claimOwners(tx, {
             ...WINDOW,
-            ownerUserId,
+            ownerUserIds: [ownerUserId],
             asOf: `${AS_OF}T00:00:00.000Z`,
             correlationId: 'bench-baseline-a',
-          });
-        })
-          .then((o) => {
+          }),
+        )
+          .then(([o]) => {
             owners += 1;
-            reminders += o?.won.length ?? 0;
+            reminders += o.won.length;
           })
           .finally(() => inFlight.delete(run));
         inFlight.add(run);
@@ -201,8 +203,19 @@ interface Proc {
   stop(): Promise<void>;
 }
 
+/**
+ * The worker as production runs it (`--worker dist`, the default): compiled, with the workflow bundle
+ * prebuilt by `npm run build`. `--worker src` runs the sources under tsx, bundling at start.
+ */
+function workerCommand(): string[] {
+  if (a.worker === 'src') return ['--import', 'tsx', path.join(root, 'src', 'worker.ts')];
+  if (a.worker !== 'dist') throw new Error(`--worker must be dist or src, got ${a.worker}`);
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  return [path.join(root, 'dist', 'worker.js')];
+}
+
 function startWorker(stack: Pick<Stack, 'env'>, workerUrl: string, taskQueue: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'worker.ts')], {
+  const child = spawn(process.execPath, WORKER_COMMAND, {
     cwd: root,
     env: {
       ...process.env,
@@ -212,6 +225,7 @@ function startWorker(stack: Pick<Stack, 'env'>, workerUrl: string, taskQueue: st
       TEMPORAL_TASK_QUEUE: taskQueue,
       METRICS_PORT: '0',
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn',
+      NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS ?? WORKER_NODE_OPTIONS,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -298,7 +312,7 @@ async function temporalCycle(label: string, client: Client, worker: Proc, taskQu
   const handle = await client.workflow.start(WORKFLOW_TYPE, {
     taskQueue,
     workflowId: `bench-${crypto.randomUUID()}`,
-    args: [{ asOf: AS_OF, batchSize: BATCH, ownerConcurrency: CONCURRENCY }],
+    args: [{ asOf: AS_OF, batchSize: BATCH, ownerConcurrency: CONCURRENCY, ownerGroupSize: GROUP }],
   });
   const result = (await handle.result()) as CycleResult;
   const seconds = (performance.now() - t0) / 1000;
@@ -346,8 +360,18 @@ async function explainCandidatePage(admin: pg.Pool): Promise<string> {
   return `-- candidate page, asOf ${AS_OF}, batch ${BATCH}\n${captured!.text}\n-- params (first page, as the cycle sends it) ${JSON.stringify(firstParams)}\n\n${plan(rows)}\n\n-- the same first page with the cursor at the window's lower bound (${start}, nil uuid)\n\n${plan(bounded)}\n`;
 }
 
+let WORKER_COMMAND: string[] = [];
+
+/**
+ * The worker's heap flags as the Dockerfile sets them (NODE_OPTIONS); BENCH_WORKER_NODE_OPTIONS
+ * overrides them. A 2 MB young generation keeps the peak RSS near the live heap (bench/REPORT.md).
+ */
+const WORKER_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=256';
+
 async function main(): Promise<void> {
   const wallStart = performance.now();
+  // Built before anything is measured, so the compiler's CPU is in no measurement.
+  if (only.has('temporal') || only.has('repeat')) WORKER_COMMAND = workerCommand();
   let stack: Stack | undefined;
   let env: Record<string, string>;
   if (process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS) {
@@ -374,7 +398,7 @@ async function main(): Promise<void> {
   const results: Measurement[] = [];
   let worker: Proc | undefined;
   try {
-    say(`workload ${a.workload}: ${JSON.stringify(W)}, batch ${BATCH}, concurrency ${CONCURRENCY}, pool ${POOL}, asOf ${AS_OF}`);
+    say(`workload ${a.workload}: ${JSON.stringify(W)}, batch ${BATCH}, concurrency ${CONCURRENCY}, group ${GROUP}, worker from ${a.worker}, pool ${POOL}, asOf ${AS_OF}`);
     const seed = await seedDocuments(admin, {
       documents: W.documents,
       owners: W.owners,
@@ -432,7 +456,7 @@ async function main(): Promise<void> {
     const summary = {
       workload: a.workload,
       data: { ...W, seeded: seed },
-      settings: { batchSize: BATCH, ownerConcurrency: CONCURRENCY, poolSize: POOL, asOf: AS_OF },
+      settings: { batchSize: BATCH, ownerConcurrency: CONCURRENCY, ownerGroupSize: GROUP, poolSize: POOL, asOf: AS_OF },
       machine: { nproc: os.cpus().length, memoryGb: Math.round(os.totalmem() / 2 ** 30), cpu: os.cpus()[0]?.model, node: process.version },
       results,
       temporalThroughputVsA: ratio(results.find((r) => r.path.startsWith('A'))),

@@ -2,9 +2,10 @@
  * The one place that reads the environment. Every variable is validated at start; a bad value stops the
  * process with a message naming the variable, the value and what is expected, before anything is written.
  */
+import fs from 'node:fs';
 import ms from 'ms';
 import { z } from 'zod';
-import { MAX_OWNER_CONCURRENCY, type CycleDefaults } from './domain/cycle';
+import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, type CycleDefaults } from './domain/cycle';
 import { parseThresholdList, thresholdProblems } from './domain/thresholds';
 import { TASK_QUEUE } from './names';
 
@@ -47,6 +48,8 @@ export interface Config {
   /** Port of `/metrics`; 0 turns the endpoint off. */
   metricsPort: number;
   logLevel: string;
+  /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
+  workflowBundlePath?: string;
 }
 
 /** Thrown for invalid configuration; `problems` holds one sentence per bad variable. */
@@ -141,7 +144,8 @@ const schema = z.object({
   REMINDER_MAX_RUN_DURATION: durationText('10m').default(10 * 60_000),
   REMINDER_POLLING_INTERVAL: durationText('24h').default(24 * 3_600_000),
   REMINDER_POLLING_OFFSET: durationOrZero('3h').default(3 * 3_600_000),
-  REMINDER_OWNER_CONCURRENCY: wholeNumber(1, MAX_OWNER_CONCURRENCY).default(50),
+  REMINDER_OWNER_CONCURRENCY: wholeNumber(1, MAX_OWNER_CONCURRENCY).default(400),
+  REMINDER_OWNER_GROUP_SIZE: wholeNumber(1, MAX_OWNER_GROUP_SIZE).default(100),
   REMINDER_MAX_HISTORY_EVENTS: wholeNumber(100, 40_000).default(9_000),
   KAFKA_BROKERS: z
     .string()
@@ -165,6 +169,10 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url('expected an OTLP/HTTP URL such as http://otel-collector:4318').optional(),
   OTEL_SERVICE_NAME: z.string().regex(/^\S+$/, 'expected a service name without spaces').optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  WORKFLOW_BUNDLE_PATH: z
+    .string()
+    .refine((p) => fs.existsSync(p), 'no such file; npm run build writes dist/workflows.bundle.js')
+    .optional(),
 });
 
 /**
@@ -247,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: v.REMINDER_RETENTION_DAYS,
       maxRunDurationMs: v.REMINDER_MAX_RUN_DURATION,
       ownerConcurrency: v.REMINDER_OWNER_CONCURRENCY,
+      ownerGroupSize: v.REMINDER_OWNER_GROUP_SIZE,
       maxHistoryEvents: v.REMINDER_MAX_HISTORY_EVENTS,
     },
     kafka: {
@@ -272,6 +281,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: v.METRICS_PORT,
     tracing: { otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME },
     logLevel: v.LOG_LEVEL,
+    workflowBundlePath: v.WORKFLOW_BUNDLE_PATH,
   };
 }
 

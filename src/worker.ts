@@ -29,6 +29,7 @@ import { createWorkerMetrics, recordCycleEnded, startMetricsServer, type WorkerM
 import { freePort } from './ports';
 import { temporalConnectionOptions } from './temporal';
 import { createTracing, OTEL_WORKFLOW_INTERCEPTORS, type Tracing } from './tracing';
+import { workflowBundlePath } from './workflow-bundle';
 import type { CycleSinks } from './workflows/sinks';
 
 export interface WorkerDeps {
@@ -176,13 +177,23 @@ async function main(): Promise<void> {
       throw new SchemaError(schemaProblems);
     }
     connection = await NativeConnection.connect(temporalConnectionOptions(config));
-    const worker = await createWorker({ config, connection, pool, logger, metrics, tracing });
+    const bundlePath = workflowBundlePath(config.workflowBundlePath);
+    const worker = await createWorker({
+      config,
+      connection,
+      pool,
+      logger,
+      metrics,
+      tracing,
+      workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
+    });
     logger.info(
       {
         taskQueue: config.temporal.taskQueue,
         namespace: config.temporal.namespace,
         address: config.temporal.address,
         metricsPort: config.metricsPort || undefined,
+        workflowBundle: bundlePath ?? 'built at start',
       },
       'worker started',
     );

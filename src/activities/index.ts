@@ -15,11 +15,11 @@ import {
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import { deleteExpiredMarkers, markAndEnqueueOwner, tryLockOwner } from '../db/reminders';
+import { claimOwners, deleteExpiredMarkers, type OwnerClaim } from '../db/reminders';
 import type { Logger } from '../logger';
 import type { WorkerMetrics } from '../metrics';
 import { currentTraceparent } from '../tracing';
-import { toActivityFailure } from './errors';
+import { isPermanentDatabaseError, toActivityFailure } from './errors';
 
 export interface ActivityDeps {
   pool: pg.Pool;
@@ -50,6 +50,35 @@ export interface RemindOwnerResult {
   ownerBusy: boolean;
 }
 
+export interface RemindOwnersInput extends CandidateWindow {
+  /** The owners of this unit of work, at most a few hundred. */
+  ownerUserIds: string[];
+  asOf: string;
+  correlationId: string;
+  /**
+   * The attempt the workflow's retry policy allows last. On it, owners are isolated and reported one by
+   * one instead of failing the whole activity, so one broken owner never costs the others their reminder.
+   */
+  lastAttempt: number;
+}
+
+/** An owner left without its reminder in this cycle; the next cycle finds its documents again. */
+export interface FailedOwner {
+  ownerUserId: string;
+  error: string;
+}
+
+export interface RemindOwnersResult {
+  /** Owners claimed (busy ones included), i.e. not failed. */
+  ownersProcessed: number;
+  ownersNotified: number;
+  ownersBusy: number;
+  remindersSent: number;
+  markersInserted: number;
+  skippedAlreadyMarked: number;
+  failed: FailedOwner[];
+}
+
 export interface PruneInput {
   asOfDate: string;
   retentionDays: number;
@@ -60,6 +89,73 @@ export interface PruneInput {
 /** Builds the activity implementations around the worker's pool, logger and configuration. */
 export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
   const log = logger.child({ component: 'activities' });
+
+  /** Claims the owners in one transaction, then logs and counts what was won (after the commit). */
+  async function claimInTransaction(
+    input: CandidateWindow & { asOf: string; correlationId: string },
+    ownerUserIds: string[],
+  ): Promise<OwnerClaim[]> {
+    const claims = await withTransaction(pool, (tx) =>
+      claimOwners(tx, {
+        ownerUserIds,
+        asOfDate: input.asOfDate,
+        thresholdsDays: input.thresholdsDays,
+        retentionDays: input.retentionDays,
+        asOf: input.asOf,
+        correlationId: input.correlationId,
+        traceContext: currentTraceparent(),
+      }),
+    );
+    for (const claim of claims) {
+      if (claim.busy) {
+        log.info({ ownerUserId: claim.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, skipped');
+      }
+      for (const doc of claim.won) {
+        log.info(
+          {
+            jobRunId: input.correlationId,
+            ownerUserId: claim.ownerUserId,
+            documentId: doc.documentId,
+            type: doc.type,
+            thresholdDays: doc.thresholdDays,
+            daysLeft: doc.daysLeft,
+          },
+          'reminder queued',
+        );
+        metrics?.reminders.inc({ threshold_days: String(doc.thresholdDays) });
+      }
+      if (claim.won.length > 0) metrics?.ownersNotified.inc();
+    }
+    return claims;
+  }
+
+  /**
+   * One transaction per owner, one after another. A transient error gets a few quick retries here
+   * (the activity's own retries are spent or do not apply); what still fails is reported, not thrown.
+   */
+  async function isolateOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
+    const claims: OwnerClaim[] = [];
+    const failed: FailedOwner[] = [];
+    for (const ownerUserId of input.ownerUserIds) {
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          claims.push(...(await claimInTransaction(input, [ownerUserId])));
+          break;
+        } catch (err) {
+          if (!isPermanentDatabaseError(err) && attempt < ISOLATED_ATTEMPTS) {
+            await sleep(ISOLATED_BACKOFF_MS * 4 ** (attempt - 1));
+            continue;
+          }
+          const error = describe(err);
+          log.warn({ jobRunId: input.correlationId, ownerUserId, error }, 'owner transaction failed');
+          failed.push({ ownerUserId, error });
+          break;
+        }
+      }
+      Context.current().heartbeat();
+    }
+    return summarise(claims, failed);
+  }
 
   return {
     /**
@@ -97,38 +193,42 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       }
     },
 
-    /** SPEC §3.2 for one owner, in one transaction: markers, and the outbox row when anything was won. */
+    /**
+     * SPEC §3.2 for a group of owners in ONE transaction and one statement (`claimOwners`). A transient
+     * error rolls the group back and fails the attempt, so Temporal's retry redoes exactly the same
+     * work. A permanent error (or the last attempt) isolates the owners: each gets its own transaction
+     * and a failing one is reported in `failed`, while the others are committed.
+     */
+    async remindOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
+      const { attempt } = Context.current().info;
+      otel.trace
+        .getActiveSpan()
+        ?.setAttributes({ correlationId: input.correlationId, owners: input.ownerUserIds.length, attempt });
+      try {
+        return summarise(await claimInTransaction(input, input.ownerUserIds), []);
+      } catch (err) {
+        if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
+        log.warn(
+          { jobRunId: input.correlationId, owners: input.ownerUserIds.length, attempt, error: describe(err) },
+          'owner group failed, claiming its owners one by one',
+        );
+        return isolateOwners(input);
+      }
+    },
+
+    /**
+     * SPEC §3.2 for one owner, in one transaction. Cycles started before owners were grouped
+     * (`remindOwners`) still schedule it; keep it until none of those can be running.
+     */
     async remindOwner(input: RemindOwnerInput): Promise<RemindOwnerResult> {
       otel.trace.getActiveSpan()?.setAttributes({ ownerUserId: input.ownerUserId, correlationId: input.correlationId });
       try {
-        const outcome = await withTransaction(pool, async (tx) => {
-          if (!(await tryLockOwner(tx, input.ownerUserId))) return undefined;
-          return markAndEnqueueOwner(tx, { ...input, traceContext: currentTraceparent() });
-        });
-        if (!outcome) {
-          log.info({ ownerUserId: input.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, skipped');
-          return { remindersSent: 0, markersInserted: 0, skippedAlreadyMarked: 0, ownerBusy: true };
-        }
-        for (const doc of outcome.won) {
-          log.info(
-            {
-              jobRunId: input.correlationId,
-              ownerUserId: input.ownerUserId,
-              documentId: doc.documentId,
-              type: doc.type,
-              thresholdDays: doc.thresholdDays,
-              daysLeft: doc.daysLeft,
-            },
-            'reminder queued',
-          );
-          metrics?.reminders.inc({ threshold_days: String(doc.thresholdDays) });
-        }
-        if (outcome.won.length > 0) metrics?.ownersNotified.inc();
+        const [claim] = await claimInTransaction(input, [input.ownerUserId]);
         return {
-          remindersSent: outcome.won.length,
-          markersInserted: outcome.markersInserted,
-          skippedAlreadyMarked: outcome.lostToOthers,
-          ownerBusy: false,
+          remindersSent: claim.won.length,
+          markersInserted: claim.markersInserted,
+          skippedAlreadyMarked: claim.lostToOthers,
+          ownerBusy: claim.busy,
         };
       } catch (err) {
         throw toActivityFailure(err);
@@ -156,6 +256,38 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
   };
 }
+
+/** Quick in-process tries per isolated owner, and the first pause between them (×4 each time). */
+const ISOLATED_ATTEMPTS = 3;
+const ISOLATED_BACKOFF_MS = 200;
+
+function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersResult {
+  const result: RemindOwnersResult = {
+    ownersProcessed: claims.length,
+    ownersNotified: 0,
+    ownersBusy: 0,
+    remindersSent: 0,
+    markersInserted: 0,
+    skippedAlreadyMarked: 0,
+    failed,
+  };
+  for (const c of claims) {
+    if (c.busy) result.ownersBusy += 1;
+    if (c.won.length > 0) result.ownersNotified += 1;
+    result.remindersSent += c.won.length;
+    result.markersInserted += c.markersInserted;
+    result.skippedAlreadyMarked += c.lostToOthers;
+  }
+  return result;
+}
+
+/** A failure as the workflow and the logs show it: SQLSTATE and message, never a connection password. */
+function describe(err: unknown): string {
+  const failure = toActivityFailure(err) as Error & { type?: string };
+  return failure.type ? `${failure.type}: ${failure.message}` : failure.message;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The activity interface the workflow proxies (types only cross into workflow code). */
 export type Activities = ReturnType<typeof createActivities>;

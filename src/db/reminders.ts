@@ -11,54 +11,65 @@ export interface WonDocument {
   daysLeft: number;
 }
 
-export interface OwnerStatementResult {
+/** What the claim statement did for one owner. */
+export interface OwnerClaim {
+  ownerUserId: string;
+  /** Another transaction held the owner's lock, so this one left the owner alone. */
+  busy: boolean;
   /** Documents due at the statement's snapshot (no marker for their current threshold). */
   due: number;
   /** Markers inserted, the silent ones for less urgent crossed thresholds included. */
   markersInserted: number;
   /** Due documents whose current-threshold marker another transaction won first. */
   lostToOthers: number;
+  /** Documents this statement won the current-threshold marker for, in event order. */
   won: WonDocument[];
 }
 
-/**
- * Takes a transaction-scoped advisory lock on the owner without waiting. False means another
- * transaction (a parallel instance, or this cycle's own second look at the owner) holds it right now;
- * the caller skips the owner, as the seed skips rows locked by a parallel instance. The key is the
- * first 64 bits of the owner uuid, so no table privilege is needed and collisions are negligible.
- */
-export async function tryLockOwner(db: Queryable, ownerUserId: string): Promise<boolean> {
-  const { rows } = await db.query<{ locked: boolean }>(
-    `select pg_try_advisory_xact_lock(('x' || left(replace($1::uuid::text, '-', ''), 16))::bit(64)::bigint) as locked`,
-    [ownerUserId],
-  );
-  return rows[0].locked;
-}
-
-export interface OwnerStatementParams extends CandidateWindow {
-  ownerUserId: string;
-  /** AsOf as an ISO instant: `reminded_at` of the markers and `remindedAt` of the event. */
+export interface ClaimOwnersParams extends CandidateWindow {
+  ownerUserIds: readonly string[];
+  /** AsOf as an ISO instant: `reminded_at` of the markers and `remindedAt` of the events. */
   asOf: string;
   correlationId: string;
-  /** W3C traceparent of the owner span, stored with the event for the relay's span. */
+  /** W3C traceparent of the calling span, stored with the events for the relay's span. */
   traceContext?: string;
 }
 
 /**
- * One set-based statement for one owner: finds the owner's due documents, inserts markers for every
- * crossed threshold (`ON CONFLICT DO NOTHING`), and when this statement won the current-threshold marker
- * of at least one document, inserts one outbox row listing exactly those documents. Run it inside the
- * owner's transaction so markers and event commit together.
+ * The owner lock key: the first 64 bits of the owner uuid, so no table privilege is needed and
+ * collisions are negligible. Every claimer must use the same key for the same owner.
  */
-export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams): Promise<OwnerStatementResult> {
-  const { rows } = await db.query<{ due: number; inserted: number; won: WonDocument[] }>(
-    `with candidates as (
-       select d.id, d.type, d.number_mask, d.expires_at,
+const OWNER_LOCK_KEY_SQL = (owner: string) => `('x' || left(replace(${owner}::text, '-', ''), 16))::bit(64)::bigint`;
+
+/**
+ * SPEC §3.2 for a set of owners, as ONE statement (run it in one transaction):
+ * 1. takes each owner's transaction-scoped advisory lock without waiting; an owner another transaction
+ *    holds right now (a parallel instance, or this cycle's own second look) is reported busy and left
+ *    alone, as the seed skips rows locked by a parallel instance;
+ * 2. finds the locked owners' due documents and inserts markers for every crossed threshold
+ *    (`ON CONFLICT DO NOTHING`: the unique index decides who sends);
+ * 3. inserts one outbox row per owner that won the current-threshold marker of at least one document,
+ *    listing exactly those documents.
+ * One owner is the per-owner transaction of the spec; many owners share the round trips and the commit.
+ * @returns one entry per distinct requested owner, in request order.
+ */
+export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+  const { rows } = await db.query<{ owner_user_id: string; busy: boolean; due: number; inserted: number; won: WonDocument[] }>(
+    `with requested as (
+       select o.id as owner_user_id, min(o.ord) as ord
+         from unnest($1::uuid[]) with ordinality as o(id, ord)
+        group by o.id
+     ),
+     locked as materialized (
+       select owner_user_id from requested where pg_try_advisory_xact_lock(${OWNER_LOCK_KEY_SQL('owner_user_id')})
+     ),
+     candidates as (
+       select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
               d.expires_at - $2::date as days_left,
               ${CURRENT_THRESHOLD_SQL('d', '$2', '$3')} as current_threshold
-         from profile.person_documents d
-        where d.owner_user_id = $1
-          and d.expires_at is not null
+         from locked l
+         join profile.person_documents d on d.owner_user_id = l.owner_user_id
+        where d.expires_at is not null
           and d.expires_at >= $2::date - $4::int
           and d.expires_at <= $2::date + (select max(t) from unnest($3::int[]) as t)
           and d.status = 'Active'
@@ -73,23 +84,23 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
      marks as (
        insert into profile.document_expiry_reminders
               (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
-       select gen_random_uuid(), due.id, $1, due.type, t, due.expires_at, $5::timestamptz
+       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, $5::timestamptz
          from due cross join unnest($3::int[]) as t
         where due.days_left <= t
        on conflict (document_id, threshold_days) do nothing
-       returning document_id, threshold_days
+       returning document_id, threshold_days, owner_user_id
      ),
      won as (
        select due.* from due
          join marks on marks.document_id = due.id and marks.threshold_days = due.current_threshold
      ),
-     event as (
+     events as (
        insert into profile.outbox_messages
               (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
                correlation_id, trace_context)
-       select gen_random_uuid(), $7, $1, $8, $1::text, $9, $10,
+       select gen_random_uuid(), $7, won.owner_user_id, $8, won.owner_user_id::text, $9, $10,
               jsonb_build_object(
-                'ownerUserId', $1::text,
+                'ownerUserId', won.owner_user_id::text,
                 'remindedAt', $6::text,
                 'documents', jsonb_agg(jsonb_build_object(
                   'documentId', won.id,
@@ -100,16 +111,30 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
                   'daysLeft', won.days_left) order by won.expires_at, won.id)),
               $11, $12
          from won
-       having count(*) > 0
+        group by won.owner_user_id
+     ),
+     due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
+     marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
+     won_per_owner as (
+       select owner_user_id,
+              jsonb_agg(jsonb_build_object(
+                'documentId', id, 'type', type, 'thresholdDays', current_threshold, 'daysLeft', days_left)
+                order by expires_at, id) as won
+         from won group by owner_user_id
      )
-     select (select count(*)::int from due) as due,
-            (select count(*)::int from marks) as inserted,
-            coalesce((select jsonb_agg(jsonb_build_object(
-                        'documentId', won.id, 'type', won.type,
-                        'thresholdDays', won.current_threshold, 'daysLeft', won.days_left)
-                        order by won.expires_at, won.id) from won), '[]'::jsonb) as won`,
+     select r.owner_user_id,
+            l.owner_user_id is null as busy,
+            coalesce(d.due, 0) as due,
+            coalesce(m.inserted, 0) as inserted,
+            coalesce(w.won, '[]'::jsonb) as won
+       from requested r
+       left join locked l on l.owner_user_id = r.owner_user_id
+       left join due_per_owner d on d.owner_user_id = r.owner_user_id
+       left join marks_per_owner m on m.owner_user_id = r.owner_user_id
+       left join won_per_owner w on w.owner_user_id = r.owner_user_id
+      order by r.ord`,
     [
-      p.ownerUserId,
+      p.ownerUserIds,
       p.asOfDate,
       p.thresholdsDays,
       p.retentionDays,
@@ -123,8 +148,14 @@ export async function markAndEnqueueOwner(db: Queryable, p: OwnerStatementParams
       p.traceContext ?? null,
     ],
   );
-  const { due, inserted, won } = rows[0];
-  return { due, markersInserted: inserted, lostToOthers: due - won.length, won };
+  return rows.map((r) => ({
+    ownerUserId: r.owner_user_id,
+    busy: r.busy,
+    due: r.due,
+    markersInserted: r.inserted,
+    lostToOthers: r.due - r.won.length,
+    won: r.won,
+  }));
 }
 
 /**

@@ -13,8 +13,10 @@ export interface CycleInput {
   batchSize?: number;
   retentionDays?: number;
   maxRunDurationMs?: number;
-  /** Owner transactions in flight at once. */
+  /** Owners in flight at once (in `ownerConcurrency / ownerGroupSize` activities). */
   ownerConcurrency?: number;
+  /** Owners per activity and transaction; capped by `ownerConcurrency`. */
+  ownerGroupSize?: number;
   /** History events one run may use before it continues as new. */
   maxHistoryEvents?: number;
   /** Set only by the workflow itself when it continues as new. */
@@ -30,11 +32,13 @@ export interface CycleSettings {
   retentionDays: number;
   maxRunDurationMs: number;
   ownerConcurrency: number;
+  /** Absent in settings recorded before owners were grouped: those runs mean one owner per activity. */
+  ownerGroupSize?: number;
   maxHistoryEvents: number;
 }
 
 /** The worker's configured defaults for the overridable settings. */
-export type CycleDefaults = Omit<CycleSettings, 'asOf' | 'asOfDate'>;
+export type CycleDefaults = Omit<CycleSettings, 'asOf' | 'asOfDate' | 'ownerGroupSize'> & { ownerGroupSize: number };
 
 /** Keyset position: the last `(expires_at, id)` a page returned. */
 export interface PageCursor {
@@ -86,8 +90,23 @@ export const ZERO_COUNTS: CycleCounts = {
   documentsSeen: 0,
 };
 
-/** Upper bound on owner activities in flight: the SDK allows 2,000 pending, we stay well below. */
+/** Upper bound on owners in flight: with groups of one, the SDK allows 2,000 pending activities. */
 export const MAX_OWNER_CONCURRENCY = 500;
+
+/** Upper bound on owners per activity: one statement and one transaction hold their locks. */
+export const MAX_OWNER_GROUP_SIZE = 500;
+
+/**
+ * How a cycle spreads owners over activities: `size` owners per activity (one transaction each), at most
+ * `activities` of them in flight, so never more than `ownerConcurrency` owners at once.
+ */
+export function ownerGroups(settings: Pick<CycleSettings, 'ownerConcurrency' | 'ownerGroupSize'>): {
+  size: number;
+  activities: number;
+} {
+  const size = Math.max(1, Math.min(settings.ownerGroupSize ?? 1, settings.ownerConcurrency));
+  return { size, activities: Math.max(1, Math.floor(settings.ownerConcurrency / size)) };
+}
 
 const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -148,6 +167,7 @@ export function resolveCycleSettings(
     retentionDays: input.retentionDays ?? defaults.retentionDays,
     maxRunDurationMs: input.maxRunDurationMs ?? defaults.maxRunDurationMs,
     ownerConcurrency: input.ownerConcurrency ?? defaults.ownerConcurrency,
+    ownerGroupSize: input.ownerGroupSize ?? defaults.ownerGroupSize,
     maxHistoryEvents: input.maxHistoryEvents ?? defaults.maxHistoryEvents,
   };
   problems.push(
@@ -155,6 +175,7 @@ export function resolveCycleSettings(
     ...wholeNumberProblem('retentionDays', settings.retentionDays, 0, 36_500),
     ...wholeNumberProblem('maxRunDurationMs', settings.maxRunDurationMs, 1),
     ...wholeNumberProblem('ownerConcurrency', settings.ownerConcurrency, 1, MAX_OWNER_CONCURRENCY),
+    ...wholeNumberProblem('ownerGroupSize', settings.ownerGroupSize ?? 1, 1, MAX_OWNER_GROUP_SIZE),
     ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
   );
   return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };

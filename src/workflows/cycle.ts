@@ -13,6 +13,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxySinks,
   setCurrentDetails,
@@ -20,9 +21,10 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities, RemindOwnerResult } from '../activities';
+import type { Activities, CandidatePage, RemindOwnerResult, RemindOwnersResult } from '../activities';
 import {
   ZERO_COUNTS,
+  ownerGroups,
   type CycleContinuation,
   type CycleCounts,
   type CycleInput,
@@ -51,6 +53,20 @@ const OWNER_ACTIVITY: ActivityOptions = {
 };
 const { remindOwner } = proxyActivities<Activities>(OWNER_ACTIVITY);
 
+// A group is one statement in one transaction; the last attempt isolates its owners one by one, which
+// takes longer, hence the wider timeout.
+const OWNER_GROUP_ACTIVITY = {
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+} satisfies ActivityOptions;
+const { remindOwners: remindOwnerGroup } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
+
+/**
+ * Cycles started before this patch run one `remindOwner` activity per owner and read pages one after
+ * another; later ones group owners per activity and read the next page while owners run.
+ */
+const OWNER_GROUPS_PATCH = 'owner-groups';
+
 const { pruneReminders } = proxyActivities<Activities>({
   startToCloseTimeout: '15m',
   heartbeatTimeout: '1m',
@@ -65,8 +81,9 @@ const { cycleMetrics } = proxySinks<CycleSinks>();
  */
 const tracer = otel.trace.getTracer('expiry-reminder-cycle');
 
-/** History events an owner activity may cost at worst (scheduled, started, completed, plus a workflow task). */
+/** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_OWNER = 6;
+const EVENTS_PER_ACTIVITY = EVENTS_PER_OWNER;
 
 /** Runs one reminder cycle; see SPEC §3 for what it guarantees. */
 export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
@@ -136,7 +153,23 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     retentionDays: settings.retentionDays,
   };
 
+  // The paths split once the first page is in hand, so that is where the patch is decided.
+  let owners: { groups: OwnerGroupWindow | undefined } | undefined;
+  const ownerPath = () =>
+    (owners ??= { groups: patched(OWNER_GROUPS_PATCH) ? new OwnerGroupWindow(settings, jobRunId, counts, progress) : undefined });
+  const findPage = (at: PageCursor | null) =>
+    CancellationScope.nonCancellable(() => findCandidatePage({ window, cursor: at, batchSize: settings.batchSize }));
+  // History a page may still add: its own activity, and its owners' activities.
+  const historyNearlyFull = (pagesAhead: number) => {
+    const pageEvents = ownerPath().groups
+      ? (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY
+      : settings.batchSize * EVENTS_PER_OWNER;
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
+  };
+
   let status: CycleStatus = 'completed';
+  let prefetched: Promise<CandidatePage> | undefined;
   for (;;) {
     const stop = stopReason();
     if (stop) {
@@ -147,10 +180,10 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
       'page',
       { attributes: { correlationId: jobRunId, page: counts.pages + 1, batchSize: settings.batchSize } },
       async (span) => {
+        let spanEnded: Promise<void> | undefined;
         try {
-          const page = await CancellationScope.nonCancellable(() =>
-            findCandidatePage({ window, cursor, batchSize: settings.batchSize }),
-          );
+          const page = await (prefetched ?? findPage(cursor));
+          prefetched = undefined;
           counts.pages += 1;
           counts.documentsSeen += page.documentCount;
           span.setAttributes({ documentCount: page.documentCount, owners: page.ownerIds.length });
@@ -160,10 +193,18 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
             count: page.documentCount,
             owners: page.ownerIds.length,
           });
-          const pageStop = await remindOwners(page.ownerIds, settings, jobRunId, counts, stopReason, progress);
-          return { page, pageStop };
+          const { groups } = ownerPath();
+          if (!groups) {
+            return { page, pageStop: await remindOwnersOneByOne(page.ownerIds, settings, jobRunId, counts, stopReason, progress) };
+          }
+          // The next page is read while this one's owners run, unless this run will continue as new
+          // after this page (the new run reads it itself).
+          if (page.next && !historyNearlyFull(2)) prefetched = findPage(page.next);
+          const scheduled = await groups.schedule(page.ownerIds, stopReason);
+          spanEnded = scheduled.settled.then(() => span.end());
+          return { page, pageStop: scheduled.stopped };
         } finally {
-          span.end();
+          if (!spanEnded) span.end();
         }
       },
     );
@@ -175,13 +216,17 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     if (!page.next) break;
     cursor = page.next;
 
-    const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength + settings.batchSize * EVENTS_PER_OWNER > settings.maxHistoryEvents) {
+    if (!prefetched && historyNearlyFull(1)) {
+      // The continuation's cursor promises that everything before it is done.
+      await owners?.groups?.drain();
       await continueAsNew<typeof documentExpiryReminderCycle>({
         continuation: { settings, startedAtMs: state.startedAtMs, cursor, counts, runs: state.runs + 1 },
       });
     }
   }
+  await owners?.groups?.drain();
+  // A page read ahead of a stop is not used; its activity must still end before the run does.
+  await prefetched?.catch(() => undefined);
 
   let pruned = 0;
   if (status !== 'cancelled') {
@@ -211,10 +256,90 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
 }
 
 /**
- * Runs the page's owners through a sliding window of `ownerConcurrency` activities. An owner that
- * still fails after its retries is counted and logged; the cycle goes on. Returns why it stopped early.
+ * Owner groups of `ownerGroupSize` through a sliding window that spans pages: at most
+ * `ownerConcurrency / ownerGroupSize` group activities in flight, so the window does not drain at every
+ * page boundary. An owner the activity reports failed (after its retries and isolation) is counted and
+ * logged; so is every owner of a group whose activity failed as a whole. The cycle goes on.
  */
-async function remindOwners(
+class OwnerGroupWindow {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly size: number;
+  private readonly activities: number;
+
+  constructor(
+    private readonly settings: CycleSettings,
+    private readonly jobRunId: string,
+    private readonly counts: CycleCounts,
+    private readonly progress: () => void,
+  ) {
+    ({ size: this.size, activities: this.activities } = ownerGroups(settings));
+  }
+
+  /**
+   * Schedules the owners' groups, waiting for room in the window. Resolves once all are scheduled (or
+   * a stop reason came up first); `settled` resolves when this call's groups have ended.
+   */
+  async schedule(
+    ownerIds: string[],
+    stopReason: () => CycleStatus | undefined,
+  ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
+    const mine: Promise<void>[] = [];
+    let stopped: CycleStatus | undefined;
+    for (let i = 0; i < ownerIds.length; i += this.size) {
+      while (this.inFlight.size >= this.activities) await Promise.race(this.inFlight);
+      stopped = stopReason();
+      if (stopped) break;
+      mine.push(this.start(ownerIds.slice(i, i + this.size)));
+    }
+    return { stopped: stopped ?? stopReason(), settled: Promise.all(mine).then(() => undefined) };
+  }
+
+  /** Waits for every group in flight. */
+  async drain(): Promise<void> {
+    await Promise.all(this.inFlight);
+  }
+
+  private start(ownerUserIds: string[]): Promise<void> {
+    const { settings, jobRunId, counts } = this;
+    const first = ownerUserIds[0];
+    const summary =
+      ownerUserIds.length === 1 ? `owner ${first}` : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
+    const run: Promise<void> = CancellationScope.nonCancellable(() =>
+      // The summary (ids only) names the activity in the Web UI's timeline.
+      remindOwnerGroup.executeWithOptions({ ...OWNER_GROUP_ACTIVITY, summary }, [
+        {
+          ownerUserIds,
+          asOf: settings.asOf,
+          asOfDate: settings.asOfDate,
+          thresholdsDays: settings.thresholdsDays,
+          retentionDays: settings.retentionDays,
+          correlationId: jobRunId,
+          lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
+        },
+      ]),
+    )
+      .then(
+        (r) => tallyGroup(counts, r, jobRunId),
+        (err: unknown) => {
+          counts.failedOwners += ownerUserIds.length;
+          for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
+          log.warn('owner group failed', { jobRunId, owners: ownerUserIds.length, firstOwnerUserId: first, error: describeFailure(err) });
+        },
+      )
+      .finally(() => {
+        this.inFlight.delete(run);
+        this.progress();
+      });
+    this.inFlight.add(run);
+    return run;
+  }
+}
+
+/**
+ * Cycles from before `OWNER_GROUPS_PATCH`: the page's owners through a sliding window of
+ * `ownerConcurrency` single-owner activities. Returns why it stopped early.
+ */
+async function remindOwnersOneByOne(
   ownerIds: string[],
   settings: CycleSettings,
   jobRunId: string,
@@ -274,6 +399,18 @@ function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number
 /** Live progress in the Web UI's "current details" (not recorded in history). */
 function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number): void {
   setCurrentDetails(`Running · ${progressLine(settings, counts, runs)}`);
+}
+
+function tallyGroup(counts: CycleCounts, r: RemindOwnersResult, jobRunId: string): void {
+  counts.ownersProcessed += r.ownersProcessed;
+  counts.remindersSent += r.remindersSent;
+  counts.skippedAlreadyMarked += r.skippedAlreadyMarked;
+  counts.ownersNotified += r.ownersNotified;
+  counts.failedOwners += r.failed.length;
+  for (const f of r.failed) {
+    cycleMetrics.ownerFailed();
+    log.warn('owner failed', { jobRunId, ownerUserId: f.ownerUserId, error: f.error });
+  }
 }
 
 function tally(counts: CycleCounts, r: RemindOwnerResult): void {

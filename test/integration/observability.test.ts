@@ -226,12 +226,12 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   for (const publish of publishes) {
     expect(publish.attributes.correlationId).toBe(handle.workflowId);
     expect(publish.spanContext().traceId).toBe(cycle.spanContext().traceId);
-    // outbox publish → RunActivity:remindOwner → StartActivity:remindOwner → page → RunWorkflow
-    const ownerRun = parent(publish)!;
-    expect(ownerRun.name).toBe('RunActivity:remindOwner');
-    expect(ownerRun.attributes).toEqual(expect.objectContaining({ ownerUserId: publish.attributes.ownerUserId, correlationId: handle.workflowId }));
-    const scheduled = parent(ownerRun)!;
-    expect(scheduled.name).toBe('StartActivity:remindOwner');
+    // outbox publish → RunActivity:remindOwners (the group both owners are in) → StartActivity → page → RunWorkflow
+    const groupRun = parent(publish)!;
+    expect(groupRun.name).toBe('RunActivity:remindOwners');
+    expect(groupRun.attributes).toEqual(expect.objectContaining({ owners: 2, correlationId: handle.workflowId }));
+    const scheduled = parent(groupRun)!;
+    expect(scheduled.name).toBe('StartActivity:remindOwners');
     expect(parent(scheduled)).toBe(page);
   }
   await tracing.shutdown();

@@ -115,11 +115,16 @@ export async function documentsFingerprint(db: Queryable): Promise<string> {
  * Makes every ledger insert for `ownerUserId` fail with a data exception (SQLSTATE 22023, which the
  * activities treat as permanent), so that owner fails after its retries. Returns the undo.
  */
-export async function rejectOwner(db: Queryable, ownerUserId: string): Promise<() => Promise<void>> {
+/**
+ * Makes every marker insert for the owner fail with `sqlstate`: 22023 (a data error, permanent) by
+ * default, or e.g. 40001 (serialization failure, transient). Returns the undo.
+ */
+export async function rejectOwner(db: Queryable, ownerUserId: string, sqlstate = '22023'): Promise<() => Promise<void>> {
+  if (!/^[0-9A-Z]{5}$/.test(sqlstate)) throw new Error(`not a SQLSTATE: ${sqlstate}`);
   await db.query(`
     create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
     begin
-      if new.owner_user_id = '${ownerUserId}' then raise exception 'rejected for the test' using errcode = '22023'; end if;
+      if new.owner_user_id = '${ownerUserId}' then raise exception 'rejected for the test' using errcode = '${sqlstate}'; end if;
       return new;
     end $$;
     create trigger test_reject_owner before insert on profile.document_expiry_reminders

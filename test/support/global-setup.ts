@@ -6,8 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { OTEL_WORKFLOW_INTERCEPTORS } from '../../src/tracing';
+import { buildWorkflowBundle } from '../../src/workflow-bundle';
 import { WORKFLOWS_PATH } from '../../src/worker';
 
 const READY = 'STACK_READY ';
@@ -35,16 +34,11 @@ export default async function globalSetup(): Promise<void> {
     (globalThis as { __stack?: ChildProcess }).__stack = child;
     Object.assign(process.env, env);
   }
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    workflowInterceptorModules: [OTEL_WORKFLOW_INTERCEPTORS],
-    logger: quietLogger,
-  });
+  // The bundle production ships (src/workflow-bundle.ts), built once for every test file.
+  const code = await buildWorkflowBundle(WORKFLOWS_PATH);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-bundle-'));
   const codePath = path.join(dir, 'workflow-bundle.js');
   fs.writeFileSync(codePath, code);
   process.env.WORKFLOW_BUNDLE_PATH = codePath;
 }
 
-const noop = () => {};
-const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

@@ -19,7 +19,8 @@ describe('loadConfig', () => {
       batchSize: 500,
       retentionDays: 90,
       maxRunDurationMs: 600_000,
-      ownerConcurrency: 50,
+      ownerConcurrency: 400,
+      ownerGroupSize: 100,
       maxHistoryEvents: 9_000,
     });
     expect(config.schedule).toEqual({ intervalMs: 24 * 3_600_000, offsetMs: 3 * 3_600_000 });

@@ -1,4 +1,4 @@
-import { parseAsOf, resolveCycleSettings, type CycleDefaults, type CycleInput, type CycleSettings } from '../../src/domain/cycle';
+import { ownerGroups, parseAsOf, resolveCycleSettings, type CycleDefaults, type CycleInput, type CycleSettings } from '../../src/domain/cycle';
 
 const DEFAULTS: CycleDefaults = {
   thresholdsDays: [30, 7, 1, 0],
@@ -6,6 +6,7 @@ const DEFAULTS: CycleDefaults = {
   retentionDays: 90,
   maxRunDurationMs: 600_000,
   ownerConcurrency: 50,
+  ownerGroupSize: 25,
   maxHistoryEvents: 9_000,
 };
 const START = new Date('2026-06-01T03:00:00.000Z');
@@ -70,6 +71,7 @@ describe('resolveCycleSettings', () => {
       retentionDays: 0,
       maxRunDurationMs: 1_000,
       ownerConcurrency: 500,
+      ownerGroupSize: 1,
       maxHistoryEvents: 10,
     };
     for (const [field, value] of Object.entries(overrides)) {
@@ -84,6 +86,7 @@ describe('resolveCycleSettings', () => {
     ['retentionDays', { retentionDays: -1 }, 'retentionDays=-1: expected a whole number from 0 to 36500'],
     ['maxRunDurationMs', { maxRunDurationMs: 0 }, 'maxRunDurationMs=0: expected a whole number from 1 to'],
     ['ownerConcurrency', { ownerConcurrency: 501 }, 'ownerConcurrency=501: expected a whole number from 1 to 500'],
+    ['ownerGroupSize', { ownerGroupSize: 0 }, 'ownerGroupSize=0: expected a whole number from 1 to 500'],
     ['maxHistoryEvents', { maxHistoryEvents: 9 }, 'maxHistoryEvents=9: expected a whole number from 10 to 40000'],
     ['thresholdsDays', { thresholdsDays: [7, 30] }, 'thresholdsDays=[7,30]: thresholds must be sorted in descending order'],
     ['thresholdsDays', { thresholdsDays: [] }, 'thresholdsDays=[]: the list is empty'],
@@ -103,6 +106,30 @@ describe('resolveCycleSettings', () => {
   it('reports every bad field at once', () => {
     const problems = problemsOf({ asOf: 'soon', batchSize: 0, ownerConcurrency: 501, thresholdsDays: [1, 1] });
     expect(problems.map((p) => p.split('=')[0])).toEqual(['asOf', 'thresholdsDays', 'thresholdsDays', 'batchSize', 'ownerConcurrency']);
+  });
+});
+
+describe('ownerGroups', () => {
+  it.each([
+    [{ ownerConcurrency: 400, ownerGroupSize: 100 }, { size: 100, activities: 4 }],
+    [{ ownerConcurrency: 250, ownerGroupSize: 100 }, { size: 100, activities: 2 }],
+    // ownerConcurrency bounds the owners in flight, so it also bounds the group.
+    [{ ownerConcurrency: 1, ownerGroupSize: 100 }, { size: 1, activities: 1 }],
+    [{ ownerConcurrency: 20, ownerGroupSize: 1 }, { size: 1, activities: 20 }],
+    // Settings recorded before groups existed: one owner per activity, as those cycles ran.
+    [{ ownerConcurrency: 50 }, { size: 1, activities: 50 }],
+  ])('%j gives %j', (settings, expected) => {
+    expect(ownerGroups(settings)).toEqual(expected);
+  });
+
+  it('never has more owners in flight than ownerConcurrency', () => {
+    for (let c = 1; c <= 500; c += 7) {
+      for (const g of [1, 3, 25, 100, 500]) {
+        const { size, activities } = ownerGroups({ ownerConcurrency: c, ownerGroupSize: g });
+        expect(size * activities).toBeLessThanOrEqual(c);
+        expect(size * activities).toBeGreaterThan(c / 2);
+      }
+    }
   });
 });
 

@@ -1,0 +1,174 @@
+/**
+ * The owner-group activity (`remindOwners`) on a real PostgreSQL, run in the SDK's activity context
+ * with a chosen attempt number: one statement and one transaction for the whole group, a busy owner
+ * left alone, and what a failing owner does to the others on early attempts and on the last one.
+ */
+import crypto from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
+import { claimOwners } from '../../src/db/reminders';
+import { withTransaction } from '../../src/db/pool';
+import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
+import { createTestDatabase, resetData, testConfig, type TestDatabase } from '../support/stack';
+
+const AS_OF_DATE = '2026-12-02';
+const LAST_ATTEMPT = 5;
+
+let db: TestDatabase;
+let activities: ReturnType<typeof createActivities>;
+
+beforeAll(async () => {
+  db = await createTestDatabase('remind-owners');
+  activities = createActivities({ pool: db.worker, logger: pino({ level: 'silent' }), config: testConfig() });
+});
+afterAll(async () => {
+  await db?.close();
+});
+beforeEach(async () => {
+  await resetData(db);
+});
+
+function input(ownerUserIds: string[]): RemindOwnersInput {
+  return {
+    ownerUserIds,
+    asOf: `${AS_OF_DATE}T03:00:00.000Z`,
+    asOfDate: AS_OF_DATE,
+    thresholdsDays: [30, 7, 1, 0],
+    retentionDays: 90,
+    correlationId: 'remind-owners-test',
+    lastAttempt: LAST_ATTEMPT,
+  };
+}
+
+function remindOwners(ownerUserIds: string[], attempt = 1): Promise<RemindOwnersResult> {
+  return new MockActivityEnvironment({ attempt }).run(activities.remindOwners, input(ownerUserIds));
+}
+
+async function seedOwners(n: number): Promise<string[]> {
+  const owners = Array.from({ length: n }, () => crypto.randomUUID());
+  await insertDocuments(
+    db.admin,
+    AS_OF_DATE,
+    owners.flatMap((ownerUserId) => [
+      { ownerUserId, daysLeft: 7 },
+      { ownerUserId, daysLeft: 25 },
+    ]),
+  );
+  return owners;
+}
+
+test('a group of owners is claimed in one transaction: one event per owner listing its due documents', async () => {
+  const owners = await seedOwners(4);
+
+  const result = await remindOwners(owners);
+
+  expect(result).toEqual({
+    ownersProcessed: 4,
+    ownersNotified: 4,
+    ownersBusy: 0,
+    remindersSent: 8,
+    // daysLeft 7 crosses 30 and 7; daysLeft 25 crosses 30.
+    markersInserted: 12,
+    skippedAlreadyMarked: 0,
+    failed: [],
+  });
+  const rows = await outbox(db.admin);
+  expect(rows.map((r) => r.aggregate_id).sort()).toEqual([...owners].sort());
+  for (const row of rows) {
+    expect(row.payload.documents.map((d) => [d.daysLeft, d.thresholdDays])).toEqual([
+      [7, 7],
+      [25, 30],
+    ]);
+  }
+  const xacts = await db.admin.query<{ n: number }>(
+    `select count(distinct xmin::text)::int as n from profile.outbox_messages`,
+  );
+  expect(xacts.rows[0].n).toBe(1);
+
+  expect(await remindOwners(owners)).toEqual(expect.objectContaining({ ownersProcessed: 4, remindersSent: 0, ownersNotified: 0 }));
+  expect(await outbox(db.admin)).toHaveLength(4);
+});
+
+test('an owner another transaction holds is reported busy and left alone; the rest of the group is claimed', async () => {
+  const [held, ...others] = await seedOwners(3);
+  const client = await db.worker.connect();
+  try {
+    await client.query('begin');
+    const [claim] = await claimOwners(client, { ...input([held]), ownerUserIds: [held] });
+    expect(claim).toEqual(expect.objectContaining({ busy: false, due: 2 }));
+
+    const result = await remindOwners([held, ...others]);
+
+    expect(result).toEqual(expect.objectContaining({ ownersProcessed: 3, ownersBusy: 1, ownersNotified: 2, remindersSent: 4 }));
+    await client.query('rollback');
+  } finally {
+    client.release();
+  }
+  expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
+});
+
+test('the same owner twice in one group is claimed once', async () => {
+  const [owner] = await seedOwners(1);
+
+  const claims = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }));
+
+  expect(claims).toHaveLength(1);
+  expect(await outbox(db.admin)).toHaveLength(1);
+});
+
+test('a transient error before the last attempt fails the attempt and commits nothing, so the retry redoes the same group', async () => {
+  const [bad, ...others] = await seedOwners(3);
+  const undo = await rejectOwner(db.admin, bad, '40001');
+  try {
+    const err = await remindOwners([...others, bad], LAST_ATTEMPT - 1).catch((e: unknown) => e);
+
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err).toEqual(expect.objectContaining({ nonRetryable: false, type: 'PostgresError:40001' }));
+    expect(await outbox(db.admin)).toEqual([]);
+    expect(await markers(db.admin)).toEqual([]);
+  } finally {
+    await undo();
+  }
+});
+
+test('on the last attempt the owners are isolated: the failing one is reported, the others are committed', async () => {
+  const [bad, ...others] = await seedOwners(3);
+  const undo = await rejectOwner(db.admin, bad, '40001');
+  try {
+    const result = await remindOwners([others[0], bad, others[1]], LAST_ATTEMPT);
+
+    expect(result).toEqual(
+      expect.objectContaining({
+        ownersProcessed: 2,
+        ownersNotified: 2,
+        remindersSent: 4,
+        failed: [{ ownerUserId: bad, error: 'PostgresError:40001: rejected for the test' }],
+      }),
+    );
+    expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
+    expect((await markers(db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
+  } finally {
+    await undo();
+  }
+});
+
+test('a permanent error isolates the owners at once, on the first attempt', async () => {
+  const [bad, ...others] = await seedOwners(3);
+  const undo = await rejectOwner(db.admin, bad);
+  try {
+    const result = await remindOwners([bad, ...others], 1);
+
+    expect(result).toEqual(
+      expect.objectContaining({
+        ownersProcessed: 2,
+        remindersSent: 4,
+        failed: [{ ownerUserId: bad, error: 'PostgresError:22023: rejected for the test' }],
+      }),
+    );
+    expect(await outbox(db.admin)).toHaveLength(2);
+  } finally {
+    await undo();
+  }
+});
