@@ -73,10 +73,30 @@ let stack: Stack;
 let client: Client;
 const allOutput: string[] = [];
 
+/**
+ * How the scenarios' cycles run: small owner groups, several in flight, so a fault lands between many
+ * groups, some committed, some in flight, some not started.
+ */
+const FAULT_CYCLE: CycleInput = { ownerConcurrency: 20, ownerGroupSize: 5 };
+
+/**
+ * Every marker statement sleeps this long, so a cycle over `--owners 1000` lasts seconds and the faults
+ * land mid-cycle: the grouped cycle claims 1,000 owners in well under a second on its own.
+ */
+const PACE_SECONDS = 0.08;
+
 async function newDb(label: string): Promise<Db> {
   const name = `faults_${label}_${crypto.randomBytes(3).toString('hex')}`;
   const ownerUrl = await createDatabase(stack.postgres.adminUrl, name);
   await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+  const pace = new pg.Client({ connectionString: ownerUrl });
+  await pace.connect();
+  await pace.query(`
+    create function profile.faults_pace() returns trigger language plpgsql as $$
+    begin perform pg_sleep(${PACE_SECONDS}); return null; end $$;
+    create trigger faults_pace after insert on profile.document_expiry_reminders
+      for each statement execute function profile.faults_pace();`);
+  await pace.end();
   const db: Db = {
     name,
     ownerUrl,
@@ -157,14 +177,18 @@ function startCycle(taskQueue: string, input: CycleInput = {}) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const randomBetween = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 180_000, everyMs = 200): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
+    await sleep(everyMs);
   }
+}
+
+async function markerCount(db: Db): Promise<number> {
+  const { rows } = await db.admin.query('select count(*)::int as n from profile.document_expiry_reminders');
+  return rows[0].n;
 }
 
 async function outboxCount(db: Db, unpublishedOnly = false): Promise<number> {
@@ -222,16 +246,19 @@ const CORE = 'I1 I2 I3';
 const scenarios: Scenario[] = [
   {
     id: 's1',
-    name: 'worker killed with SIGKILL 3 times at random moments during a cycle, restarted each time',
+    name: 'worker killed with SIGKILL 3 times at random points of the cycle, restarted each time',
     checks: CORE,
     async run() {
       const db = await newDb('s1');
       const docs = await seed(db, OWNERS);
       const tq = `faults-${crypto.randomUUID()}`;
+      const due = await countDueDocuments(db.admin, { asOfDate: AS_OF, thresholdsDays: THRESHOLDS, retentionDays: 90 });
       let worker = startWorker(db, tq);
-      const handle = await startCycle(tq, { ownerConcurrency: 50 });
-      for (let i = 0; i < 3; i++) {
-        await sleep(randomBetween(1_500, 4_000));
+      const handle = await startCycle(tq, FAULT_CYCLE);
+      // Killed at random points of the cycle's progress (markers written), not of the clock, so the
+      // kills land mid-cycle however fast the cycle is.
+      for (const share of [0.1, 0.4, 0.7].map((s) => s + Math.random() * 0.2)) {
+        await waitFor(`${Math.round(share * 100)} % of the markers`, async () => (await markerCount(db)) >= share * due, 180_000, 20);
         await worker.kill('SIGKILL');
         worker = startWorker(db, tq);
       }
@@ -252,7 +279,7 @@ const scenarios: Scenario[] = [
       const docs = await seed(db, OWNERS);
       const tq = `faults-${crypto.randomUUID()}`;
       const worker = startWorker(db, tq);
-      const handle = await startCycle(tq, { ownerConcurrency: 50 });
+      const handle = await startCycle(tq, FAULT_CYCLE);
       await waitFor('first events', async () => (await outboxCount(db)) > 0);
       await db.admin.end();
       await stack.postgres.restart(3_000);
@@ -280,7 +307,7 @@ const scenarios: Scenario[] = [
       const docs = await seed(db, OWNERS);
       const tq = `faults-${crypto.randomUUID()}`;
       const worker = startWorker(db, tq);
-      const handle = await startCycle(tq, { ownerConcurrency: 50 });
+      const handle = await startCycle(tq, FAULT_CYCLE);
       await waitFor('first events', async () => (await outboxCount(db)) > 0);
       await stack.restartTemporal(2_000);
       const result = (await handle.result()) as CycleResult;
@@ -300,7 +327,7 @@ const scenarios: Scenario[] = [
       const docs = await seed(db, OWNERS);
       const tq = `faults-${crypto.randomUUID()}`;
       const workers = [startWorker(db, tq), startWorker(db, tq), startWorker(db, tq)];
-      const [a, b] = await Promise.all([startCycle(tq, { ownerConcurrency: 50 }), startCycle(tq, { ownerConcurrency: 50 })]);
+      const [a, b] = await Promise.all([startCycle(tq, FAULT_CYCLE), startCycle(tq, FAULT_CYCLE)]);
       const results = (await Promise.all([a.result(), b.result()])) as CycleResult[];
       await Promise.all(workers.map((w) => w.kill('SIGTERM')));
       const problems = await invariants(db);
@@ -327,7 +354,7 @@ const scenarios: Scenario[] = [
       await cancelled.cancel();
       const c = (await cancelled.result()) as CycleResult;
       const limited = (await (await startCycle(tq, { ownerConcurrency: 1, maxRunDurationMs: 1_500 })).result()) as CycleResult;
-      const normal = (await (await startCycle(tq, { ownerConcurrency: 50 })).result()) as CycleResult;
+      const normal = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
       if (c.status !== 'cancelled') problems.push(`first cycle ended ${c.status}`);
@@ -350,7 +377,7 @@ const scenarios: Scenario[] = [
       const worker = startWorker(db, tq);
       let relay = startRelay(db);
       await stack.kafka.stop();
-      const result = (await (await startCycle(tq, { ownerConcurrency: 50 })).result()) as CycleResult;
+      const result = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
       await sleep(1_000);
       await relay.kill('SIGKILL');
       relay = startRelay(db);

@@ -16,6 +16,16 @@ export function isPermanentDatabaseError(err: unknown): boolean {
 }
 
 /**
+ * True when the database did not answer at all (no connection, or the server is shutting down), as
+ * opposed to an error about this statement: retrying other owners right away cannot help.
+ */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return true;
+  return !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code);
+}
+
+/**
  * Wraps an error for Temporal: permanent ones become non-retryable with their SQLSTATE as the type;
  * the message never carries a connection password.
  */

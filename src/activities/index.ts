@@ -19,7 +19,7 @@ import { claimOwners, deleteExpiredMarkers, type OwnerClaim } from '../db/remind
 import type { Logger } from '../logger';
 import type { WorkerMetrics } from '../metrics';
 import { currentTraceparent } from '../tracing';
-import { isPermanentDatabaseError, toActivityFailure } from './errors';
+import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 
 export interface ActivityDeps {
   pool: pg.Pool;
@@ -132,29 +132,43 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
   /**
    * One transaction per owner, one after another. A transient error gets a few quick retries here
    * (the activity's own retries are spent or do not apply); what still fails is reported, not thrown.
+   * Once the database stops answering, the remaining owners are reported without more tries.
    */
   async function isolateOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
     const claims: OwnerClaim[] = [];
     const failed: FailedOwner[] = [];
+    let unreachable: string | undefined;
     for (const ownerUserId of input.ownerUserIds) {
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          claims.push(...(await claimInTransaction(input, [ownerUserId])));
-          break;
-        } catch (err) {
-          if (!isPermanentDatabaseError(err) && attempt < ISOLATED_ATTEMPTS) {
-            await sleep(ISOLATED_BACKOFF_MS * 4 ** (attempt - 1));
-            continue;
-          }
-          const error = describe(err);
-          log.warn({ jobRunId: input.correlationId, ownerUserId, error }, 'owner transaction failed');
-          failed.push({ ownerUserId, error });
-          break;
-        }
+      if (unreachable) {
+        failed.push({ ownerUserId, error: unreachable });
+        continue;
       }
-      Context.current().heartbeat();
+      const outcome = await claimAlone(input, ownerUserId);
+      if (outcome.ok) {
+        claims.push(...outcome.claims);
+        continue;
+      }
+      log.warn({ jobRunId: input.correlationId, ownerUserId, error: outcome.error }, 'owner transaction failed');
+      failed.push({ ownerUserId, error: outcome.error });
+      if (outcome.unreachable) unreachable = outcome.error;
     }
     return summarise(claims, failed);
+  }
+
+  async function claimAlone(
+    input: RemindOwnersInput,
+    ownerUserId: string,
+  ): Promise<{ ok: true; claims: OwnerClaim[] } | { ok: false; error: string; unreachable: boolean }> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return { ok: true, claims: await claimInTransaction(input, [ownerUserId]) };
+      } catch (err) {
+        if (isPermanentDatabaseError(err) || attempt >= ISOLATED_ATTEMPTS) {
+          return { ok: false, error: describe(err), unreachable: isConnectionError(err) };
+        }
+        await sleep(ISOLATED_BACKOFF_MS * 4 ** (attempt - 1));
+      }
+    }
   }
 
   return {
@@ -200,10 +214,14 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
      * and a failing one is reported in `failed`, while the others are committed.
      */
     async remindOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
-      const { attempt } = Context.current().info;
+      const ctx = Context.current();
+      const { attempt } = ctx.info;
       otel.trace
         .getActiveSpan()
         ?.setAttributes({ correlationId: input.correlationId, owners: input.ownerUserIds.length, attempt });
+      // A liveness signal while the statement runs: the workflow's heartbeat timeout then notices a
+      // crashed worker within seconds.
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
         return summarise(await claimInTransaction(input, input.ownerUserIds), []);
       } catch (err) {
@@ -212,7 +230,9 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
           { jobRunId: input.correlationId, owners: input.ownerUserIds.length, attempt, error: describe(err) },
           'owner group failed, claiming its owners one by one',
         );
-        return isolateOwners(input);
+        return await isolateOwners(input);
+      } finally {
+        clearInterval(beat);
       }
     },
 
@@ -256,6 +276,9 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
   };
 }
+
+/** How often a running group tells Temporal its worker is alive (the workflow's heartbeat timeout is 10 s). */
+const HEARTBEAT_EVERY_MS = 2_000;
 
 /** Quick in-process tries per isolated owner, and the first pause between them (×4 each time). */
 const ISOLATED_ATTEMPTS = 3;

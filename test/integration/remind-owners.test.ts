@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
 import { claimOwners } from '../../src/db/reminders';
-import { withTransaction } from '../../src/db/pool';
+import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { createTestDatabase, resetData, testConfig, type TestDatabase } from '../support/stack';
 
@@ -170,5 +170,25 @@ test('a permanent error isolates the owners at once, on the first attempt', asyn
     expect(await outbox(db.admin)).toHaveLength(2);
   } finally {
     await undo();
+  }
+});
+
+test('on the last attempt with the database unreachable, the group reports every owner at once instead of trying each', async () => {
+  const unreachable = createPool({ connectionString: 'postgres://nobody:secret@127.0.0.1:1/none', max: 2 });
+  try {
+    const offline = createActivities({ pool: unreachable, logger: pino({ level: 'silent' }), config: testConfig() });
+    const owners = Array.from({ length: 50 }, () => crypto.randomUUID());
+    const started = Date.now();
+
+    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(offline.remindOwners, input(owners));
+
+    // The first owner gets its three quick tries (0.2 s + 0.8 s apart); the other 49 none.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result.ownersProcessed).toBe(0);
+    expect(result.failed.map((f) => f.ownerUserId)).toEqual(owners);
+    expect(new Set(result.failed.map((f) => f.error))).toEqual(new Set([expect.stringContaining('ECONNREFUSED')]));
+    expect(JSON.stringify(result)).not.toContain('secret');
+  } finally {
+    await unreachable.end();
   }
 });
