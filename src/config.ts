@@ -48,6 +48,8 @@ export interface Config {
   /** Port of `/metrics`; 0 turns the endpoint off. */
   metricsPort: number;
   logLevel: string;
+  /** Id ranges a cycle's first candidate page is scanned in at once (one connection each). */
+  scanSlices: number;
   /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
   workflowBundlePath?: string;
 }
@@ -147,6 +149,7 @@ const schema = z.object({
   REMINDER_OWNER_CONCURRENCY: wholeNumber(1, MAX_OWNER_CONCURRENCY).default(400),
   REMINDER_OWNER_GROUP_SIZE: wholeNumber(1, MAX_OWNER_GROUP_SIZE).default(100),
   REMINDER_MAX_HISTORY_EVENTS: wholeNumber(100, 40_000).default(9_000),
+  REMINDER_SCAN_SLICES: wholeNumber(1, 16).default(2),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'expected comma-separated host:port pairs, e.g. 127.0.0.1:9092')
@@ -282,6 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tracing: { otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME },
     logLevel: v.LOG_LEVEL,
     workflowBundlePath: v.WORKFLOW_BUNDLE_PATH,
+    scanSlices: v.REMINDER_SCAN_SLICES,
   };
 }
 
