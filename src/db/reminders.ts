@@ -41,6 +41,99 @@ export interface ClaimOwnersParams extends CandidateWindow {
  */
 const OWNER_LOCK_KEY_SQL = (owner: string) => `('x' || left(replace(${owner}::text, '-', ''), 16))::bit(64)::bigint`;
 
+/** Where a statement keeps the claim's parameters (`$n`), so statements of other shapes can share it. */
+export interface ClaimPlaceholders {
+  asOfDate: string;
+  thresholds: string;
+  retentionDays: string;
+  /** AsOf, read as `timestamptz` for `reminded_at`. */
+  asOf: string;
+  /** AsOf again, read as text for the event's `remindedAt`. */
+  asOfText: string;
+  aggregateType: string;
+  topic: string;
+  eventType: string;
+  contractVersion: string;
+  correlationId: string;
+  traceContext: string;
+}
+
+/**
+ * The claim for the owners of relation `owners` (any CTE with an `owner_user_id` column), as the CTEs
+ * `candidates` (their documents in the window), `due` (no marker for the current threshold), `marks`
+ * (every crossed threshold, `ON CONFLICT DO NOTHING`, returning what was inserted), `won` (due documents
+ * whose current-threshold marker this statement inserted) and `events` (one outbox row per owner that won
+ * anything; it returns nothing, since the worker's role may insert outbox rows but not read them). The
+ * product's `claimOwners` and the benchmark's one-statement baseline share it, so they cannot drift apart.
+ */
+export function claimCtes(owners: string, $: ClaimPlaceholders): string {
+  return `candidates as (
+       select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
+              d.expires_at - ${$.asOfDate}::date as days_left,
+              ${CURRENT_THRESHOLD_SQL('d', $.asOfDate, $.thresholds)} as current_threshold
+         from ${owners} o
+         join profile.person_documents d on d.owner_user_id = o.owner_user_id
+        where d.expires_at is not null
+          and d.expires_at >= ${$.asOfDate}::date - ${$.retentionDays}::int
+          and d.expires_at <= ${$.asOfDate}::date + (select max(t) from unnest(${$.thresholds}::int[]) as t)
+          and d.status = 'Active'
+          and not d.is_deleted
+     ),
+     due as (
+       select c.* from candidates c
+        where not exists (
+          select 1 from profile.document_expiry_reminders r
+           where r.document_id = c.id and r.threshold_days = c.current_threshold)
+     ),
+     marks as (
+       insert into profile.document_expiry_reminders
+              (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
+       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz
+         from due cross join unnest(${$.thresholds}::int[]) as t
+        where due.days_left <= t
+       on conflict (document_id, threshold_days) do nothing
+       returning document_id, threshold_days, owner_user_id
+     ),
+     won as (
+       select due.* from due
+         join marks on marks.document_id = due.id and marks.threshold_days = due.current_threshold
+     ),
+     events as (
+       insert into profile.outbox_messages
+              (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
+               correlation_id, trace_context)
+       select gen_random_uuid(), ${$.aggregateType}, won.owner_user_id, ${$.topic}, won.owner_user_id::text,
+              ${$.eventType}, ${$.contractVersion},
+              jsonb_build_object(
+                'ownerUserId', won.owner_user_id::text,
+                'remindedAt', ${$.asOfText}::text,
+                'documents', jsonb_agg(jsonb_build_object(
+                  'documentId', won.id,
+                  'type', won.type,
+                  'numberMask', won.number_mask,
+                  'expiresAt', won.expires_at,
+                  'thresholdDays', won.current_threshold,
+                  'daysLeft', won.days_left) order by won.expires_at, won.id)),
+              ${$.correlationId}, ${$.traceContext}
+         from won
+        group by won.owner_user_id
+     )`;
+}
+
+const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
+  asOfDate: '$2',
+  thresholds: '$3',
+  retentionDays: '$4',
+  asOf: '$5',
+  asOfText: '$6',
+  aggregateType: '$7',
+  topic: '$8',
+  eventType: '$9',
+  contractVersion: '$10',
+  correlationId: '$11',
+  traceContext: '$12',
+};
+
 /**
  * SPEC §3.2 for a set of owners, as ONE statement (run it in one transaction):
  * 1. takes each owner's transaction-scoped advisory lock without waiting; an owner another transaction
@@ -63,56 +156,7 @@ export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<
      locked as materialized (
        select owner_user_id from requested where pg_try_advisory_xact_lock(${OWNER_LOCK_KEY_SQL('owner_user_id')})
      ),
-     candidates as (
-       select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
-              d.expires_at - $2::date as days_left,
-              ${CURRENT_THRESHOLD_SQL('d', '$2', '$3')} as current_threshold
-         from locked l
-         join profile.person_documents d on d.owner_user_id = l.owner_user_id
-        where d.expires_at is not null
-          and d.expires_at >= $2::date - $4::int
-          and d.expires_at <= $2::date + (select max(t) from unnest($3::int[]) as t)
-          and d.status = 'Active'
-          and not d.is_deleted
-     ),
-     due as (
-       select c.* from candidates c
-        where not exists (
-          select 1 from profile.document_expiry_reminders r
-           where r.document_id = c.id and r.threshold_days = c.current_threshold)
-     ),
-     marks as (
-       insert into profile.document_expiry_reminders
-              (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
-       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, $5::timestamptz
-         from due cross join unnest($3::int[]) as t
-        where due.days_left <= t
-       on conflict (document_id, threshold_days) do nothing
-       returning document_id, threshold_days, owner_user_id
-     ),
-     won as (
-       select due.* from due
-         join marks on marks.document_id = due.id and marks.threshold_days = due.current_threshold
-     ),
-     events as (
-       insert into profile.outbox_messages
-              (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
-               correlation_id, trace_context)
-       select gen_random_uuid(), $7, won.owner_user_id, $8, won.owner_user_id::text, $9, $10,
-              jsonb_build_object(
-                'ownerUserId', won.owner_user_id::text,
-                'remindedAt', $6::text,
-                'documents', jsonb_agg(jsonb_build_object(
-                  'documentId', won.id,
-                  'type', won.type,
-                  'numberMask', won.number_mask,
-                  'expiresAt', won.expires_at,
-                  'thresholdDays', won.current_threshold,
-                  'daysLeft', won.days_left) order by won.expires_at, won.id)),
-              $11, $12
-         from won
-        group by won.owner_user_id
-     ),
+     ${claimCtes('locked', CLAIM_OWNERS_PLACEHOLDERS)},
      due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
      marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
      won_per_owner as (
