@@ -5,7 +5,7 @@
  * markers for every crossed threshold, one outbox row per owner that won a current-threshold marker).
  * Same ledger/outbox rows as the product; no advisory locks (a single claimer).
  */
-import { CURRENT_THRESHOLD_SQL, type CandidateWindow } from '../src/db/candidates';
+import { DUE_DOCUMENT_SQL, type CandidateWindow } from '../src/db/candidates';
 import type { Queryable } from '../src/db/pool';
 import type { PageCursor } from '../src/domain/cycle';
 import { claimCtes } from '../src/db/reminders';
@@ -42,16 +42,8 @@ export async function claimPage(
     `with page as materialized (
        select d.id, d.owner_user_id, d.expires_at
          from profile.person_documents d
-        where d.expires_at is not null
-          and d.expires_at >= $1::date - $3::int
-          and d.expires_at <= $1::date + (select max(t) from unnest($2::int[]) as t)
+        where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}
           and (d.expires_at, d.id) > ($4::date, $5::uuid)
-          and d.status = 'Active'
-          and not d.is_deleted
-          and not exists (
-            select 1 from profile.document_expiry_reminders r
-             where r.document_id = d.id
-               and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')})
         order by d.expires_at, d.id
         limit $6
      ),

@@ -124,22 +124,46 @@ async function ledgerCounts(admin: pg.Pool): Promise<{ markers: number; outbox: 
   return rows[0];
 }
 
-/** Baseline A: the per-owner transactions from a plain loop, same pool size and concurrency. */
-async function baselineA(workerUrl: string): Promise<Measurement> {
-  const pool = createPool({ connectionString: workerUrl, max: POOL, applicationName: 'bench-baseline-a' });
+interface Tally {
+  pages: number;
+  owners: number;
+  reminders: number;
+  seen: number;
+}
+
+/**
+ * Runs a baseline over its own pool, timed, with the CPU of every process group: `claimAll` pages
+ * through the window and adds to the tally.
+ */
+async function timedBaseline(
+  name: string,
+  workerUrl: string,
+  poolSize: number,
+  claimAll: (pool: pg.Pool, tally: Tally) => Promise<void>,
+): Promise<Measurement> {
+  const pool = createPool({ connectionString: workerUrl, max: poolSize, applicationName: `bench-baseline-${name.slice(0, 1).toLowerCase()}` });
+  const tally: Tally = { pages: 0, owners: 0, reminders: 0, seen: 0 };
   const cpu0 = cpuSnapshot();
   let cpu1 = cpu0;
   const t0 = performance.now();
-  let cursor: PageCursor | null = null;
-  let pages = 0;
-  let owners = 0;
-  let reminders = 0;
-  let seen = 0;
   try {
+    await claimAll(pool, tally);
+  } finally {
+    cpu1 = cpuSnapshot(); // before the pool ends: an exited backend's CPU time is gone from /proc
+    await pool.end();
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return measurement(name, seconds, tally.owners, tally.seen, tally.reminders, tally.pages, { cpu: cpuDelta(cpu0, cpu1, seconds) });
+}
+
+/** Baseline A: the per-owner transactions from a plain loop, same pool size and concurrency. */
+function baselineA(workerUrl: string): Promise<Measurement> {
+  return timedBaseline('A: node loop, per-owner tx', workerUrl, POOL, async (pool, tally) => {
+    let cursor: PageCursor | null = null;
     for (;;) {
       const rows = await selectCandidatePage(pool, WINDOW, cursor, BATCH);
-      pages += 1;
-      seen += rows.length;
+      tally.pages += 1;
+      tally.seen += rows.length;
       const ownerIds = [...new Set(rows.map((r) => r.owner_user_id))];
       const inFlight = new Set<Promise<void>>();
       for (const ownerUserId of ownerIds) {
@@ -153,8 +177,8 @@ async function baselineA(workerUrl: string): Promise<Measurement> {
           }),
         )
           .then(([o]) => {
-            owners += 1;
-            reminders += o.won.length;
+            tally.owners += 1;
+            tally.reminders += o.won.length;
           })
           .finally(() => inFlight.delete(run));
         inFlight.add(run);
@@ -164,41 +188,23 @@ async function baselineA(workerUrl: string): Promise<Measurement> {
       const last = rows[rows.length - 1];
       cursor = { expiresAt: last.expires_at, id: last.id };
     }
-  } finally {
-    cpu1 = cpuSnapshot(); // before the pool ends: an exited backend's CPU time is gone from /proc
-    await pool.end();
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  return measurement('A: node loop, per-owner tx', seconds, owners, seen, reminders, pages, { cpu: cpuDelta(cpu0, cpu1, seconds) });
+  });
 }
 
 /** Baseline B: one claim statement per page. */
-async function baselineB(workerUrl: string): Promise<Measurement> {
-  const pool = createPool({ connectionString: workerUrl, max: 1, applicationName: 'bench-baseline-b' });
-  const cpu0 = cpuSnapshot();
-  let cpu1 = cpu0;
-  const t0 = performance.now();
-  let cursor: PageCursor | null = null;
-  let pages = 0;
-  let owners = 0;
-  let reminders = 0;
-  let seen = 0;
-  try {
+function baselineB(workerUrl: string): Promise<Measurement> {
+  return timedBaseline('B: one SQL statement per page', workerUrl, 1, async (pool, tally) => {
+    let cursor: PageCursor | null = null;
     for (;;) {
       const r = await claimPage(pool, WINDOW, cursor, BATCH, `${AS_OF}T00:00:00.000Z`, 'bench-baseline-b');
-      pages += 1;
-      owners += r.owners;
-      reminders += r.remindersSent;
-      seen += r.documentCount;
+      tally.pages += 1;
+      tally.owners += r.owners;
+      tally.reminders += r.remindersSent;
+      tally.seen += r.documentCount;
       if (!r.next) break;
       cursor = r.next;
     }
-  } finally {
-    cpu1 = cpuSnapshot(); // before the pool ends: an exited backend's CPU time is gone from /proc
-    await pool.end();
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  return measurement('B: one SQL statement per page', seconds, owners, seen, reminders, pages, { cpu: cpuDelta(cpu0, cpu1, seconds) });
+  });
 }
 
 interface Proc {

@@ -28,6 +28,22 @@ export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds:
   return `(${ascending})[width_bucket(${doc}.expires_at - ${asOfDate}::date - 1, ${ascending}) + 1]`;
 };
 
+/**
+ * SPEC §3.1's candidate predicate on `profile.person_documents d`: in the window
+ * (`AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`), active, not deleted, and no
+ * ledger row for its current threshold. Shared by the page scan, the backlog count and baseline B.
+ */
+export const DUE_DOCUMENT_SQL = (asOfDate: string, thresholds: string, retentionDays: string) =>
+  `d.expires_at is not null
+        and d.expires_at >= ${asOfDate}::date - ${retentionDays}::int
+        and d.expires_at <= ${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)
+        and d.status = 'Active'
+        and not d.is_deleted
+        and not exists (
+          select 1 from profile.document_expiry_reminders r
+           where r.document_id = d.id
+             and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', asOfDate, thresholds)})`;
+
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
@@ -91,18 +107,10 @@ async function selectCandidateSlice(
   const { rows } = await db.query<CandidateRow>(
     `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
-      where d.expires_at is not null
-        and d.expires_at >= $1::date - $3::int
-        and d.expires_at <= $1::date + (select max(t) from unnest($2::int[]) as t)
+      where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}
         and (d.expires_at, d.id) > ($4::date, $5::uuid)
         and d.id >= $7::uuid
         and ($8::uuid is null or d.id < $8::uuid)
-        and d.status = 'Active'
-        and not d.is_deleted
-        and not exists (
-          select 1 from profile.document_expiry_reminders r
-           where r.document_id = d.id
-             and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')})
       order by d.expires_at, d.id
       limit $6`,
     [window.asOfDate, window.thresholdsDays, window.retentionDays, after.expiresAt, after.id, limit, fromId, untilId],
@@ -118,15 +126,7 @@ export async function countDueDocuments(db: Queryable, window: CandidateWindow):
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n
        from profile.person_documents d
-      where d.expires_at is not null
-        and d.expires_at >= $1::date - $3::int
-        and d.expires_at <= $1::date + (select max(t) from unnest($2::int[]) as t)
-        and d.status = 'Active'
-        and not d.is_deleted
-        and not exists (
-          select 1 from profile.document_expiry_reminders r
-           where r.document_id = d.id
-             and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')})`,
+      where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}`,
     [window.asOfDate, window.thresholdsDays, window.retentionDays],
   );
   return rows[0].n;
