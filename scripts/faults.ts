@@ -37,7 +37,7 @@ const { values: args } = parseArgs({
 });
 const OWNERS = Number(args.owners);
 const REPEAT = Number(args.repeat);
-const AS_OF = '2026-12-02';
+const AS_OF = '2026-09-02';
 const THRESHOLDS = [30, 7, 1, 0];
 const root = path.resolve(__dirname, '..');
 const say = (line: string) => process.stdout.write(`${line}\n`);

@@ -98,7 +98,7 @@ const ROOT = path.resolve(__dirname, '..');
 export const FIXTURES_DIR = path.join(ROOT, 'test', 'fixtures', 'histories');
 
 /** Every cycle runs as of this day, so the seeded data means the same thing whenever it is recorded. */
-const AS_OF_DATE = '2026-12-02';
+const AS_OF_DATE = '2026-09-02';
 
 interface ScenarioContext {
   client: Client;

@@ -16,6 +16,8 @@ export interface Config {
   /** Owner connection for migrations; defaults to `databaseUrl`. */
   migrationDatabaseUrl?: string;
   databasePoolSize: number;
+  /** Session limits of the worker's connections (0 turns one off); see {@link WorkerSessionLimits}. */
+  databaseSession: WorkerSessionLimits;
   /** Passwords `migrate` sets on the two roles it creates, when given (local stacks; production sets them elsewhere). */
   rolePasswords: { worker?: string; relay?: string };
   temporal: {
@@ -52,6 +54,18 @@ export interface Config {
   scanSlices: number;
   /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
   workflowBundlePath?: string;
+}
+
+/**
+ * Limits the worker sets on each of its PostgreSQL sessions, so that a transaction orphaned by a worker
+ * whose network died (the backend still holds its owner locks) ends within a known time: PostgreSQL ends a
+ * session idle in a transaction after `idleInTransactionTimeoutMs`, cancels a statement running longer than
+ * `statementTimeoutMs`, and probes a silent client after `tcpKeepaliveIdleMs` (then every 10 s, 3 times).
+ */
+export interface WorkerSessionLimits {
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  tcpKeepaliveIdleMs: number;
 }
 
 /** Thrown for invalid configuration; `problems` holds one sentence per bad variable. */
@@ -126,6 +140,9 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: wholeNumber(1, 200).default(20),
+  DATABASE_STATEMENT_TIMEOUT: durationOrZero('1m').default(60_000),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: durationOrZero('30s').default(30_000),
+  DATABASE_TCP_KEEPALIVE_IDLE: durationOrZero('30s').default(30_000),
   EXPIRY_REMINDER_WORKER_PASSWORD: z.string().min(1).optional(),
   OUTBOX_RELAY_PASSWORD: z.string().min(1).optional(),
   TEMPORAL_ADDRESS: z
@@ -237,6 +254,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,
     databasePoolSize: v.DATABASE_POOL_SIZE,
+    databaseSession: {
+      statementTimeoutMs: v.DATABASE_STATEMENT_TIMEOUT,
+      idleInTransactionTimeoutMs: v.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT,
+      tcpKeepaliveIdleMs: v.DATABASE_TCP_KEEPALIVE_IDLE,
+    },
     rolePasswords: { worker: v.EXPIRY_REMINDER_WORKER_PASSWORD, relay: v.OUTBOX_RELAY_PASSWORD },
     temporal: {
       address: v.TEMPORAL_ADDRESS,

@@ -156,7 +156,12 @@ async function main(): Promise<void> {
   const sdkMetricsAddress = config.metricsPort ? `127.0.0.1:${sdkPort}` : undefined;
   installRuntime(logger, config.logLevel, sdkMetricsAddress);
   const pool = createPool(
-    { connectionString: databaseUrl, max: config.databasePoolSize, applicationName: 'expiry-reminder-worker' },
+    {
+      connectionString: databaseUrl,
+      max: config.databasePoolSize,
+      applicationName: 'expiry-reminder-worker',
+      session: config.databaseSession,
+    },
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createWorkerMetrics(config.cycle.thresholdsDays);

@@ -1,4 +1,4 @@
-/** SPEC §3.1: the candidate scan, keyset-paged on `(expires_at, id)` over the partial index. */
+/** The candidate scan, keyset-paged on `(expires_at, id)` over the partial index, and the one "due" predicate. */
 import type { PageCursor } from '../domain/cycle';
 import { addDays } from '../domain/thresholds';
 import type { Queryable } from './pool';
@@ -29,27 +29,44 @@ export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds:
 };
 
 /**
- * SPEC §3.1's candidate predicate on `profile.person_documents d`: in the window
- * (`AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`), active, not deleted, and no
- * ledger row for its current threshold. Shared by the page scan, the backlog count and baseline B.
+ * The window half of "due" on document alias `doc`: active, not deleted, and
+ * `AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`. The lower bound is the prune's, so a
+ * document whose markers were pruned is never scanned again (docs/DESIGN.md, resolution 1).
+ */
+export const IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+  `${doc}.expires_at is not null
+        and ${doc}.expires_at >= ${asOfDate}::date - ${retentionDays}::int
+        and ${doc}.expires_at <= ${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)
+        and ${doc}.status = 'Active'
+        and not ${doc}.is_deleted`;
+
+/**
+ * The ledger half of "due": no marker at any threshold `t ≤ current(d)` (resolution 2). Equality with
+ * the current threshold alone is not enough once a threshold is removed: a document reminded at 3 under
+ * `30,3,0` would get a "7 days" reminder under `30,7,1,0`, and one reminded at 0 would get a "2 days"
+ * reminder under `14,2`. A marker at or below the current threshold means something at least as urgent
+ * was sent. The probe is a range scan of the dedupe index `(document_id, threshold_days)`.
+ */
+export const NOT_REMINDED_SQL = (doc: string, currentThreshold: string) =>
+  `not exists (
+          select 1 from profile.document_expiry_reminders r
+           where r.document_id = ${doc}.id
+             and r.threshold_days <= ${currentThreshold})`;
+
+/**
+ * The one "due" predicate on `profile.person_documents d`: in the window and not reminded at or below
+ * its current threshold. The page scan, the backlog gauge and baseline B use it whole; the owner
+ * statement and `cycle preview` use its two halves (`dueCtes`), so all of them agree on what is due.
  */
 export const DUE_DOCUMENT_SQL = (asOfDate: string, thresholds: string, retentionDays: string) =>
-  `d.expires_at is not null
-        and d.expires_at >= ${asOfDate}::date - ${retentionDays}::int
-        and d.expires_at <= ${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)
-        and d.status = 'Active'
-        and not d.is_deleted
-        and not exists (
-          select 1 from profile.document_expiry_reminders r
-           where r.document_id = d.id
-             and r.threshold_days = ${CURRENT_THRESHOLD_SQL('d', asOfDate, thresholds)})`;
+  `${IN_WINDOW_SQL('d', asOfDate, thresholds, retentionDays)}
+        and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', asOfDate, thresholds))}`;
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * One page of candidate documents after `cursor` (from the window's lower bound when null): active, not
- * deleted, `AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`, and no ledger row for the
- * current threshold. Reads only open columns and takes no locks.
+ * One page of due documents ({@link DUE_DOCUMENT_SQL}) after `cursor` (from the window's lower bound when
+ * null). Reads only open columns and takes no locks.
  *
  * With `slices` > 1 the documents are split by id into that many ranges, scanned at once on separate
  * connections (when `db` is a pool), and the page is the first `limit` of their rows in scan order: the
@@ -119,7 +136,7 @@ async function selectCandidateSlice(
 }
 
 /**
- * How many documents are due now by the same predicate as the scan (SPEC §3.1): the reminder backlog.
+ * How many documents are due now, by the scan's predicate: the reminder backlog.
  * An index range scan over the window plus one ledger probe per document.
  */
 export async function countDueDocuments(db: Queryable, window: CandidateWindow): Promise<number> {

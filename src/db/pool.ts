@@ -23,6 +23,37 @@ export interface PoolOptions {
   max?: number;
   /** Shown in `pg_stat_activity`, so an operator can tell the worker's sessions apart. */
   applicationName?: string;
+  /** Server-side limits of every session of the pool (the worker's); none when absent. */
+  session?: SessionLimits;
+}
+
+/** See `WorkerSessionLimits` in the configuration; 0 leaves a limit off. */
+export interface SessionLimits {
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  tcpKeepaliveIdleMs: number;
+}
+
+/**
+ * The limits as connection parameters, sent when each session starts (no extra round trip). The
+ * keepalives are the server's (`tcp_keepalives_*`): they are what ends a backend whose client vanished
+ * without closing the socket; the client's own keepalive only notices the loss on the worker's side.
+ */
+export function sessionParameters(limits: SessionLimits): Pick<
+  pg.PoolConfig,
+  'statement_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'options'
+> {
+  const keepaliveSeconds = Math.ceil(limits.tcpKeepaliveIdleMs / 1000);
+  return {
+    statement_timeout: limits.statementTimeoutMs || undefined,
+    idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs || undefined,
+    keepAlive: keepaliveSeconds > 0,
+    keepAliveInitialDelayMillis: limits.tcpKeepaliveIdleMs || undefined,
+    options:
+      keepaliveSeconds > 0
+        ? `-c tcp_keepalives_idle=${keepaliveSeconds} -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3`
+        : undefined,
+  };
 }
 
 /** A pool whose clients parse dates as strings and whose idle errors do not crash the process. */
@@ -34,6 +65,7 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     types,
+    ...(options.session ? sessionParameters(options.session) : {}),
   });
   // A client losing its server (restart, failover, terminated backend) emits 'error' in whatever state it
   // is in: idle in the pool (the pool re-emits it here), checked out between statements, or already

@@ -1,6 +1,6 @@
 /** SPEC §3.2 and §3.3: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../names';
-import { CURRENT_THRESHOLD_SQL, type CandidateWindow } from './candidates';
+import { CURRENT_THRESHOLD_SQL, IN_WINDOW_SQL, NOT_REMINDED_SQL, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
 
 /** A document this owner transaction won the current-threshold marker for. No document values. */
@@ -36,10 +36,15 @@ export interface ClaimOwnersParams extends CandidateWindow {
 }
 
 /**
- * The owner lock key: the first 64 bits of the owner uuid, so no table privilege is needed and
- * collisions are negligible. Every claimer must use the same key for the same owner.
+ * The owner lock key: the two 64-bit halves of the owner uuid XORed, so no table privilege is needed and
+ * every bit of the id counts. The first half alone is not enough: UUIDv7 (and v1) ids of owners created
+ * in the same millisecond share their leading 64 bits, and two such owners would lock each other out.
+ * Every claimer must use the same key for the same owner.
  */
-const OWNER_LOCK_KEY_SQL = (owner: string) => `('x' || left(replace(${owner}::text, '-', ''), 16))::bit(64)::bigint`;
+export const OWNER_LOCK_KEY_SQL = (owner: string) => {
+  const hex = `replace(${owner}::text, '-', '')`;
+  return `(('x' || left(${hex}, 16))::bit(64) # ('x' || right(${hex}, 16))::bit(64))::bigint`;
+};
 
 /** Where a statement keeps the claim's parameters (`$n`), so statements of other shapes can share it. */
 export interface ClaimPlaceholders {
@@ -59,32 +64,36 @@ export interface ClaimPlaceholders {
 }
 
 /**
- * The claim for the owners of relation `owners` (any CTE with an `owner_user_id` column), as the CTEs
- * `candidates` (their documents in the window), `due` (no marker for the current threshold), `marks`
- * (every crossed threshold, `ON CONFLICT DO NOTHING`, returning what was inserted), `won` (due documents
- * whose current-threshold marker this statement inserted) and `events` (one outbox row per owner that won
- * anything; it returns nothing, since the worker's role may insert outbox rows but not read them). The
- * product's `claimOwners` and the benchmark's one-statement baseline share it, so they cannot drift apart.
+ * The read half of the claim for the owners of relation `owners` (any relation with an `owner_user_id`
+ * column), as the CTEs `candidates` (their documents in the window, with DaysLeft and the current
+ * threshold) and `due` (those not reminded at or below their current threshold): the scan's predicate,
+ * per owner. `cycle preview` runs it alone; {@link claimCtes} writes after it.
  */
-export function claimCtes(owners: string, $: ClaimPlaceholders): string {
+export function dueCtes(owners: string, $: Pick<ClaimPlaceholders, 'asOfDate' | 'thresholds' | 'retentionDays'>): string {
   return `candidates as (
        select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
               d.expires_at - ${$.asOfDate}::date as days_left,
               ${CURRENT_THRESHOLD_SQL('d', $.asOfDate, $.thresholds)} as current_threshold
          from ${owners} o
          join profile.person_documents d on d.owner_user_id = o.owner_user_id
-        where d.expires_at is not null
-          and d.expires_at >= ${$.asOfDate}::date - ${$.retentionDays}::int
-          and d.expires_at <= ${$.asOfDate}::date + (select max(t) from unnest(${$.thresholds}::int[]) as t)
-          and d.status = 'Active'
-          and not d.is_deleted
+        where ${IN_WINDOW_SQL('d', $.asOfDate, $.thresholds, $.retentionDays)}
      ),
      due as (
        select c.* from candidates c
-        where not exists (
-          select 1 from profile.document_expiry_reminders r
-           where r.document_id = c.id and r.threshold_days = c.current_threshold)
-     ),
+        where ${NOT_REMINDED_SQL('c', 'c.current_threshold')}
+     )`;
+}
+
+/**
+ * The claim for the owners of relation `owners`: {@link dueCtes}, then the CTEs `marks` (every crossed
+ * threshold of the due documents, `ON CONFLICT DO NOTHING`, returning what was inserted), `won` (due
+ * documents whose current-threshold marker this statement inserted) and `events` (one outbox row per owner
+ * that won anything; it returns nothing, since the worker's role may insert outbox rows but not read
+ * them). The product's `claimOwners` and the benchmark's one-statement baseline share it, so they cannot
+ * drift apart.
+ */
+export function claimCtes(owners: string, $: ClaimPlaceholders): string {
+  return `${dueCtes(owners, $)},
      marks as (
        insert into profile.document_expiry_reminders
               (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)

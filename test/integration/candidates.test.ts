@@ -10,7 +10,7 @@ import { currentThreshold } from '../../src/domain/thresholds';
 import { insertDocuments } from '../support/data';
 import { createTestDatabase, resetData, type TestDatabase } from '../support/stack';
 
-const AS_OF_DATE = '2026-12-02';
+const AS_OF_DATE = '2026-09-02';
 const WINDOW = { asOfDate: AS_OF_DATE, thresholdsDays: [30, 7, 1, 0], retentionDays: 90 };
 
 let db: TestDatabase;

@@ -19,7 +19,7 @@ import {
   type TestWorker,
 } from '../support/stack';
 
-const AS_OF_DATE = '2026-12-02';
+const AS_OF_DATE = '2026-09-02';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };

@@ -191,12 +191,12 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   const exporter = new InMemorySpanExporter();
   const tracing = createTracing({ serviceName: 'expiry-reminder-test', spanProcessor: new SimpleSpanProcessor(exporter) });
   const owners = [crypto.randomUUID(), crypto.randomUUID()];
-  await insertDocuments(db.admin, '2026-12-02', [
+  await insertDocuments(db.admin, '2026-09-02', [
     { ownerUserId: owners[0], daysLeft: 7 },
     { ownerUserId: owners[1], daysLeft: 0 },
   ]);
   const w = await startTestWorker(db, { tracing });
-  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-12-02', batchSize: 10 });
+  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-09-02', batchSize: 10 });
   await handle.result();
   await w.stop();
 

@@ -303,7 +303,7 @@ function sentOwner(row: Awaited<ReturnType<typeof outbox>>[number]) {
 }
 
 test('cycle preview on seeded data lists exactly what the next cycle run then sends, and writes nothing', async () => {
-  const asOf = '2027-05-10';
+  const asOf = '2025-05-10';
   const owner = () => crypto.randomUUID();
   const [a, b, c, e] = [owner(), owner(), owner(), owner()];
   const docs = await insertDocuments(db.admin, asOf, [
@@ -369,7 +369,7 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
 });
 
 test('cycle preview takes --thresholds and --retention-days, and needs the worker connection', async () => {
-  const asOf = '2027-06-01';
+  const asOf = '2025-06-01';
   const [soon, old] = await insertDocuments(db.admin, asOf, [{ daysLeft: 3 }, { daysLeft: -20 }]);
 
   const preview = await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf, '--thresholds', '14,3', '--retention-days', '10');
@@ -394,8 +394,8 @@ test('the preview transaction is read only: PostgreSQL refuses a write in it', a
 });
 
 test('cycle status lists recent cycles with AsOf, outcome, reminders sent and the counts of their result', async () => {
-  await insertDocuments(db.admin, '2027-07-01', [{ daysLeft: 1 }, { daysLeft: 30 }]);
-  const { workflowId } = await cli<{ workflowId: string }>('cycle', 'run', '--as-of', '2027-07-01', '--wait');
+  await insertDocuments(db.admin, '2025-07-01', [{ daysLeft: 1 }, { daysLeft: 30 }]);
+  const { workflowId } = await cli<{ workflowId: string }>('cycle', 'run', '--as-of', '2025-07-01', '--wait');
 
   const row = await eventually(async () => {
     const rows = await cli<CycleStatusRow[]>('cycle', 'status', '--limit', '50');
@@ -409,7 +409,7 @@ test('cycle status lists recent cycles with AsOf, outcome, reminders sent and th
     status: 'COMPLETED',
     startTime: expect.any(String),
     closeTime: expect.any(String),
-    asOf: '2027-07-01T00:00:00.000Z',
+    asOf: '2025-07-01T00:00:00.000Z',
     outcome: 'completed',
     remindersSent: 2,
     result: expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2, failedOwners: 0, documentsSeen: 2 }),

@@ -22,7 +22,7 @@ import { consumeUntil, type ConsumedMessage } from '../../src/stack/consume';
 import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
 import { waitFor } from '../support/wait';
 
-const AS_OF_DATE = '2026-12-02';
+const AS_OF_DATE = '2026-09-02';
 const brokers = () => {
   const value = process.env.KAFKA_BROKERS;
   if (!value) throw new Error('KAFKA_BROKERS is not set: run the tests with npm test');

@@ -13,7 +13,7 @@ import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { createTestDatabase, resetData, testConfig, type TestDatabase } from '../support/stack';
 
-const AS_OF_DATE = '2026-12-02';
+const AS_OF_DATE = '2026-09-02';
 const LAST_ATTEMPT = 5;
 
 let db: TestDatabase;
@@ -191,4 +191,73 @@ test('on the last attempt with the database unreachable, the group reports every
   } finally {
     await unreachable.end();
   }
+});
+
+test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do not lock each other out', async () => {
+  // Two UUIDv7 ids of the same millisecond and the same rand_a: only the last 64 bits differ.
+  const [a, b] = ['0190f3a2-7c1e-7abc-8000-00000000000a', '0190f3a2-7c1e-7abc-9fff-ffffffff000b'];
+  await insertDocuments(db.admin, AS_OF_DATE, [
+    { ownerUserId: a, daysLeft: 7 },
+    { ownerUserId: b, daysLeft: 7 },
+  ]);
+  const client = await db.worker.connect();
+  try {
+    await client.query('begin');
+    const [first] = await claimOwners(client, { ...input([a]), ownerUserIds: [a] });
+    expect(first.busy).toBe(false);
+
+    const [second] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([b]), ownerUserIds: [b] }));
+
+    expect(second).toEqual(expect.objectContaining({ ownerUserId: b, busy: false, due: 1 }));
+    expect(second.won).toHaveLength(1);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+  expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([a, b]);
+});
+
+test("the worker's sessions carry its statement, idle-in-transaction and keepalive limits", async () => {
+  const limits = testConfig().databaseSession;
+  expect(limits).toEqual({ statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000, tcpKeepaliveIdleMs: 30_000 });
+  const pool = createPool({ connectionString: db.workerUrl, max: 1, session: limits });
+  try {
+    const { rows } = await pool.query<Record<string, string>>(
+      `select current_setting('statement_timeout') as statement,
+              current_setting('idle_in_transaction_session_timeout') as idle,
+              current_setting('tcp_keepalives_idle') as keepalive_idle,
+              current_setting('tcp_keepalives_interval') as keepalive_interval,
+              current_setting('tcp_keepalives_count') as keepalive_count`,
+    );
+    expect(rows[0]).toEqual({ statement: '1min', idle: '30s', keepalive_idle: '30', keepalive_interval: '10', keepalive_count: '3' });
+  } finally {
+    await pool.end();
+  }
+});
+
+test("an orphaned transaction (its worker gone quiet mid-group) releases the owner's lock within the idle-in-transaction timeout", async () => {
+  const [owner] = await seedOwners(1);
+  const orphan = createPool(
+    { connectionString: db.workerUrl, max: 1, session: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 1_000, tcpKeepaliveIdleMs: 0 } },
+    () => undefined,
+  );
+  try {
+    const client = await orphan.connect();
+    client.on('error', () => undefined);
+    await client.query('begin');
+    await claimOwners(client, { ...input([owner]), ownerUserIds: [owner] });
+    // The worker never sends another statement; the backend keeps the transaction and the lock.
+    const [held] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }));
+    expect(held.busy).toBe(true);
+
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+
+    const [freed] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }));
+    expect(freed).toEqual(expect.objectContaining({ busy: false, due: 2 }));
+    expect(freed.won).toHaveLength(2);
+    client.release(true);
+  } finally {
+    await orphan.end();
+  }
+  expect((await outbox(db.admin)).map((r) => r.aggregate_id)).toEqual([owner]);
 });

@@ -12,7 +12,7 @@ let relay: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase('roles');
   relay = new pg.Pool({ connectionString: databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay }), max: 2 });
-  await insertDocuments(db.admin, '2026-12-02', [{ daysLeft: 7 }]);
+  await insertDocuments(db.admin, '2026-09-02', [{ daysLeft: 7 }]);
 });
 afterAll(async () => {
   await relay?.end();

@@ -7,6 +7,8 @@ import type { Client } from '@temporalio/client';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays } from '../../src/domain/thresholds';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/names';
+import { countDueDocuments } from '../../src/db/candidates';
+import { previewCycle } from '../../src/operations';
 import { documentsFingerprint, insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
 import {
@@ -21,8 +23,8 @@ import {
 } from '../support/stack';
 import { waitFor } from '../support/wait';
 
-const AS_OF = '2026-12-02T03:00:00.000Z';
-const AS_OF_DATE = '2026-12-02';
+const AS_OF = '2026-09-02T03:00:00.000Z';
+const AS_OF_DATE = '2026-09-02';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };
@@ -317,6 +319,61 @@ test('threshold removed', async () => {
   const ledger = await markers(db.admin);
   expect(ledger.filter((m) => m.document_id === d.id).map((m) => m.threshold_days)).toEqual([30, 7]);
   expect(ledger.filter((m) => m.document_id === e.id).map((m) => m.threshold_days)).toEqual([30]);
+});
+
+/**
+ * What `cycle preview` and the backlog gauge say is due under `thresholdsDays` on `asOfDate`, as
+ * "documentId:threshold" pairs and a count: before a cycle they must name what it is about to send.
+ */
+async function dueViews(asOfDate: string, thresholdsDays: number[]) {
+  const window = { asOfDate, thresholdsDays, retentionDays: 90 };
+  const preview = await previewCycle(db.worker, window, 500);
+  return {
+    preview: preview.owners.flatMap((o) => o.documents.map((d) => `${d.documentId}:${d.thresholdDays}`)).sort(),
+    backlog: await countDueDocuments(db.worker, window),
+  };
+}
+
+/** The (document, threshold) pairs of the outbox events written after the first `skip` rows. */
+async function sentSince(skip: number): Promise<string[]> {
+  return (await outbox(db.admin))
+    .slice(skip)
+    .flatMap((r) => r.payload.documents.map((d) => `${d.documentId}:${d.thresholdDays}`))
+    .sort();
+}
+
+test('threshold removed after a more urgent reminder: 30,3,0 then back to 30,7,1,0 sends no "7 days"', async () => {
+  const [doc] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 2 }]);
+  expect(await dueViews(AS_OF_DATE, [30, 3, 0])).toEqual({ preview: [`${doc.id}:3`], backlog: 1 });
+  expectCounts(await cycle({ thresholdsDays: [30, 3, 0] }), { remindersSent: 1 });
+  expect(await sentSince(0)).toEqual([`${doc.id}:3`]);
+
+  // Back to the defaults: current(d) is 7, which has no marker, but 3 (more urgent) was sent.
+  expect(await dueViews(AS_OF_DATE, [30, 7, 1, 0])).toEqual({ preview: [], backlog: 0 });
+  expectCounts(await cycle({ thresholdsDays: [30, 7, 1, 0] }), { remindersSent: 0, documentsSeen: 0 });
+  expect(await outbox(db.admin)).toHaveLength(1);
+
+  // The next day 1 is current, more urgent than 3: that one is sent.
+  const tomorrow = addDays(AS_OF_DATE, 1);
+  expect(await dueViews(tomorrow, [30, 7, 1, 0])).toEqual({ preview: [`${doc.id}:1`], backlog: 1 });
+  expectCounts(await cycle({ asOf: tomorrow, thresholdsDays: [30, 7, 1, 0] }), { remindersSent: 1 });
+  expect(await sentSince(1)).toEqual([`${doc.id}:1`]);
+  expect((await markers(db.admin)).map((m) => m.threshold_days)).toEqual([30, 7, 3, 1]);
+});
+
+test('thresholds changed to 14,2 after an expired document was reminded at 0: no "2 days" reminder', async () => {
+  const [expired, fresh] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: -3 }, { daysLeft: 20 }]);
+  expectCounts(await cycle(), { remindersSent: 2 });
+  expect(await sentSince(0)).toEqual([`${expired.id}:0`, `${fresh.id}:30`].sort());
+
+  // Under 14,2 the expired document's current threshold is 2; 0 was already sent. The fresh one is
+  // due at 14 only once it is 14 days out.
+  expect(await dueViews(AS_OF_DATE, [14, 2])).toEqual({ preview: [], backlog: 0 });
+  expectCounts(await cycle({ thresholdsDays: [14, 2] }), { remindersSent: 0, documentsSeen: 0 });
+  const later = addDays(AS_OF_DATE, 6);
+  expect(await dueViews(later, [14, 2])).toEqual({ preview: [`${fresh.id}:14`], backlog: 1 });
+  expectCounts(await cycle({ asOf: later, thresholdsDays: [14, 2] }), { remindersSent: 1 });
+  expect(await sentSince(2)).toEqual([`${fresh.id}:14`]);
 });
 
 test('renewal', async () => {

@@ -226,13 +226,13 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
 
 test('temporal workflow list with a query on ReminderOutcome, RemindersSent and ReminderAsOf finds the cycle', async () => {
   const w = await newWorker();
-  await insertDocuments(db.admin, '2027-08-01', [{ daysLeft: 1 }]);
+  await insertDocuments(db.admin, '2025-08-01', [{ daysLeft: 1 }]);
   const prefix = `temporal-cli-list-${crypto.randomBytes(3).toString('hex')}`;
   // Started with the CLI too, as the runbook starts a cycle with explicit input.
   for (const n of [1, 2]) {
     await temporalCli(
       'workflow', 'start', '--type', 'documentExpiryReminderCycle', '--task-queue', w.taskQueue,
-      '--workflow-id', `${prefix}-${n}`, '--input', '{"asOf": "2027-08-01"}',
+      '--workflow-id', `${prefix}-${n}`, '--input', '{"asOf": "2025-08-01"}',
     );
     await temporal.client.workflow.getHandle(`${prefix}-${n}`).result();
   }
@@ -245,14 +245,14 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
   expect(sent.map((wf) => [wf.execution.workflowId, attribute(wf, 'RemindersSent'), attribute(wf, 'ReminderOutcome')])).toEqual([
     [`${prefix}-1`, 1, 'completed'],
   ]);
-  // A day is a range: `ReminderAsOf = "2027-08-01T00:00:00Z"` matches nothing on the dev server's SQLite
+  // A day is a range: `ReminderAsOf = "2025-08-01T00:00:00Z"` matches nothing on the dev server's SQLite
   // visibility, which keeps datetimes in a finer format than the query literal.
-  const day = 'ReminderAsOf >= "2027-08-01T00:00:00Z" AND ReminderAsOf < "2027-08-02T00:00:00Z"';
+  const day = 'ReminderAsOf >= "2025-08-01T00:00:00Z" AND ReminderAsOf < "2025-08-02T00:00:00Z"';
   const both = await eventually(async () => {
     const l = await listWorkflows(`${scope} AND ${day} AND ReminderOutcome = "completed"`);
     return l.length === 2 ? l : undefined;
   }, 'both cycles by AsOf');
   expect(both.map((wf) => wf.execution.workflowId).sort()).toEqual([`${prefix}-1`, `${prefix}-2`]);
   expect((await listWorkflows(`${scope} AND RemindersSent = 0`)).map((wf) => wf.execution.workflowId)).toEqual([`${prefix}-2`]);
-  expect(await listWorkflows(`${scope} AND ReminderAsOf >= "2027-08-02T00:00:00Z"`)).toEqual([]);
+  expect(await listWorkflows(`${scope} AND ReminderAsOf >= "2025-08-02T00:00:00Z"`)).toEqual([]);
 });
