@@ -146,12 +146,12 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
-    // Pages of 2 owners and a history budget of 26 events: the first run starts fresh and continues as
+    // Pages of 2 owners and a history budget of 32 events: the first run starts fresh and continues as
     // new, a middle run starts from a continuation and continues as new, the last one completes.
     name: 'continued-as-new',
     async run(ctx) {
       await insertDocuments(ctx.admin, AS_OF_DATE, Array.from({ length: 9 }, (_, i) => ({ daysLeft: i % 8 })));
-      const handle = await start(ctx, 'continued-as-new', { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 26 });
+      const handle = await start(ctx, 'continued-as-new', { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 32 });
       const result = (await handle.result()) as CycleResult;
       check('continued-as-new', result, (r) => r.status === 'completed' && r.runs >= 3 && r.ownersProcessed === 9);
       return handle;
@@ -164,8 +164,7 @@ export const SCENARIOS: Scenario[] = [
       await insertDocuments(ctx.admin, AS_OF_DATE, Array.from({ length: 6 }, () => ({ daysLeft: 7 })));
       await slowOwners(ctx.admin);
       const handle = await start(ctx, 'cancelled', { asOf: AS_OF_DATE, ownerConcurrency: 1 });
-      // Owner activities: one owner per activity before the owner-groups patch, one per group after it.
-      await waitForScheduled(handle, ['remindOwner', 'remindOwners'], 2);
+      await waitForScheduled(handle, ['remindOwners'], 2);
       await handle.cancel();
       const result = (await handle.result()) as CycleResult;
       check('cancelled', result, (r) => r.status === 'cancelled' && r.ownersProcessed > 0 && r.ownersProcessed < 6 && r.pruned === 0);

@@ -87,8 +87,15 @@ export async function runCycleCommand(
   config: Config,
   options: { asOf?: string; wait?: boolean },
 ): Promise<{ workflowId: string; runId: string; result?: CycleResult }> {
+  const today = utcDate(new Date());
+  if (options.asOf && options.asOf > today) {
+    throw new Error(
+      `--as-of ${options.asOf} is after today's UTC date (${today}): a cycle as of a later day would send reminders ` +
+        'early and prune the markers of documents still in the window; nothing was started',
+    );
+  }
   const input: CycleInput = options.asOf ? { asOf: options.asOf } : {};
-  const day = options.asOf ?? utcDate(new Date());
+  const day = options.asOf ?? today;
   const handle = await client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: config.temporal.taskQueue,
     workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
@@ -187,7 +194,7 @@ export function buildProgram(config: () => Config): Command {
   cycle
     .command('run')
     .description('start one cycle directly (outside the schedule)')
-    .option('--as-of <date>', 'compute thresholds as of this date (YYYY-MM-DD, UTC)', parseDate)
+    .option('--as-of <date>', 'compute thresholds as of this date (YYYY-MM-DD, UTC; not after today)', parseDate)
     .option('--wait', 'wait for the cycle to end and print its result')
     .action(async (opts: { asOf?: string; wait?: boolean }) => {
       const cfg = config();

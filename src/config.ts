@@ -68,6 +68,32 @@ export interface WorkerSessionLimits {
   tcpKeepaliveIdleMs: number;
 }
 
+/**
+ * How long a cycle retries owners it found busy. An owner stays locked for as long as the transaction
+ * holding it lives; one orphaned by a dead worker lives until PostgreSQL ends its idle session, so twice
+ * that timeout plus a margin covers it. Without the timeout nothing bounds it; ten minutes then.
+ */
+export function busyRetryWindowMs(idleInTransactionTimeoutMs: number): number {
+  return idleInTransactionTimeoutMs > 0 ? 2 * idleInTransactionTimeoutMs + 10_000 : 10 * 60_000;
+}
+
+/**
+ * The execution timeout of scheduled cycles: 90 % of the polling interval, and never below a minute.
+ * With overlap SKIP, a cycle that never ends (a workflow-task failure loop after a bad deploy, say)
+ * would skip every later tick; timed out before the next tick, it cannot. The margin leaves room for
+ * the next tick's start. REMINDER_MAX_RUN_DURATION must stay below it, so a healthy cycle ends itself
+ * (as `time-limit`, with its result) long before the server would end it.
+ */
+export function scheduledCycleTimeoutMs(intervalMs: number): number {
+  return Math.max(60_000, Math.round(intervalMs * 0.9));
+}
+
+/** `21.6h`, `54m`, `90s`: a duration as exact as two decimals allow (`ms` rounds 21.6 h to 22 h). */
+function exactDuration(value: number): string {
+  const [unit, size] = value >= 3_600_000 ? ['h', 3_600_000] : value >= 60_000 ? ['m', 60_000] : ['s', 1_000];
+  return `${Number((value / (size as number)).toFixed(2))}${unit}`;
+}
+
 /** Thrown for invalid configuration; `problems` holds one sentence per bad variable. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -241,6 +267,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `REMINDER_POLLING_OFFSET=${shown('REMINDER_POLLING_OFFSET', raw.REMINDER_POLLING_OFFSET)}: expected less than REMINDER_POLLING_INTERVAL (${ms(v.REMINDER_POLLING_INTERVAL)})`,
     );
   }
+  if (
+    typeof v.REMINDER_MAX_RUN_DURATION === 'number' &&
+    typeof v.REMINDER_POLLING_INTERVAL === 'number' &&
+    v.REMINDER_MAX_RUN_DURATION >= scheduledCycleTimeoutMs(v.REMINDER_POLLING_INTERVAL)
+  ) {
+    problems.push(
+      `REMINDER_MAX_RUN_DURATION=${shown('REMINDER_MAX_RUN_DURATION', raw.REMINDER_MAX_RUN_DURATION)}: expected less than the execution ` +
+        `timeout of scheduled cycles (${exactDuration(scheduledCycleTimeoutMs(v.REMINDER_POLLING_INTERVAL))}, 90 % of REMINDER_POLLING_INTERVAL)`,
+    );
+  }
   if (Boolean(raw.TEMPORAL_TLS_CERT_PATH) !== Boolean(raw.TEMPORAL_TLS_KEY_PATH)) {
     problems.push('TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither');
   }
@@ -282,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ownerConcurrency: v.REMINDER_OWNER_CONCURRENCY,
       ownerGroupSize: v.REMINDER_OWNER_GROUP_SIZE,
       maxHistoryEvents: v.REMINDER_MAX_HISTORY_EVENTS,
+      busyRetryWindowMs: busyRetryWindowMs(v.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT),
     },
     kafka: {
       brokers: v.KAFKA_BROKERS.split(','),

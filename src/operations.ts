@@ -5,8 +5,8 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { requireDatabaseUrl, type Config } from './config';
-import type { CycleResult, PageCursor } from './domain/cycle';
-import { selectCandidatePage, type CandidateWindow } from './db/candidates';
+import type { CycleResult } from './domain/cycle';
+import { selectCandidatePage, type CandidateWindow, type PageCursor } from './db/candidates';
 import { createPool, withTransaction, type Queryable } from './db/pool';
 import { selectDueDocumentsOfOwners } from './db/preview';
 import type { WonDocument } from './db/reminders';

@@ -8,9 +8,10 @@ import {
   type ScheduleOptions,
   type ScheduleOptionsStartWorkflowAction,
 } from '@temporalio/client';
+import { msOptionalToNumber } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import type { Config } from './config';
-import { addDays } from './domain/thresholds';
+import { scheduledCycleTimeoutMs, type Config } from './config';
+import { addDays, utcDate } from './domain/thresholds';
 import type { documentExpiryReminderCycle } from './workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
 import { CYCLE_SEARCH_ATTRIBUTES } from './search-attributes';
@@ -26,6 +27,9 @@ function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<
     workflowId: SCHEDULED_WORKFLOW_ID,
     // Empty input: the worker's configuration decides, and AsOf is the action time.
     args: [{}],
+    // A cycle stuck in a workflow-task failure loop would otherwise hold the schedule's one running
+    // slot (overlap SKIP) forever; ended before the next tick, it cannot block that tick.
+    workflowExecutionTimeout: scheduledCycleTimeoutMs(config.schedule.intervalMs),
     ...scheduledCycleMetadata(config),
   };
   return {
@@ -34,9 +38,12 @@ function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<
     policies: {
       // A tick while a cycle still runs is dropped: the next tick picks up whatever is left.
       overlap: ScheduleOverlapPolicy.SKIP,
-      // Always sent: an update without it falls back to the server's default of one year, which would
-      // run every tick missed during a long outage.
-      catchupWindow: '1h',
+      // A tick missed while Temporal was down runs when it is back, as long as its cycle could still end
+      // before the next tick: an outage of a few hours at 03:00 still runs that day's cycle (as of its
+      // action time), where a window of 1 h dropped it. Never more than one interval, so a long outage
+      // does not replay every day it missed. Always sent: an update without it falls back to the
+      // server's default of one year.
+      catchupWindow: scheduledCycleTimeoutMs(config.schedule.intervalMs),
       pauseOnFailure: false,
     },
   };
@@ -129,7 +136,7 @@ export interface ScheduleReport {
     endAt?: string;
     timezone?: string;
   };
-  action: { workflowType: string; taskQueue: string; workflowIdPrefix?: string };
+  action: { workflowType: string; taskQueue: string; workflowIdPrefix?: string; workflowExecutionTimeoutMs?: number };
   policies: { overlap: string; catchupWindowMs: number; pauseOnFailure: boolean };
   state: { paused: boolean; note?: string; remainingActions?: number };
   info: {
@@ -171,6 +178,7 @@ export async function describeSchedule(client: Client, scheduleId: string = SCHE
       workflowType: d.action.workflowType,
       taskQueue: d.action.taskQueue,
       workflowIdPrefix: d.action.workflowId,
+      workflowExecutionTimeoutMs: msOptionalToNumber(d.action.workflowExecutionTimeout),
     },
     policies: {
       overlap: String(d.policies.overlap),
@@ -283,6 +291,13 @@ export async function backfillSchedule(
   const scheduleId = options.scheduleId ?? SCHEDULE_ID;
   const now = options.now ?? new Date();
   if (from > to) throw new Error(`--from ${from} is after --to ${to}`);
+  const today = utcDate(now);
+  if (to > today) {
+    throw new Error(
+      `--to ${to} is after today's UTC date (${today}): its cycles would compute reminders as of a later day and ` +
+        'send them early; nothing was backfilled',
+    );
+  }
   const { start, end } = backfillRange(from, to);
   const { spec } = await describeSchedule(client, scheduleId);
   if (spec.calendars > 0 || spec.intervals.length === 0) {

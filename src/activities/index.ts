@@ -6,14 +6,10 @@ import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
-import {
-  resolveCycleSettings as resolveSettings,
-  type CycleInput,
-  type CycleSettings,
-  type PageCursor,
-} from '../domain/cycle';
+import { resolveCycleSettings as resolveSettings, type CycleSettings } from '../domain/cycle';
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
+import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
 import { withTransaction } from '../db/pool';
 import { claimOwners, deleteExpiredMarkers, type OwnerClaim } from '../db/reminders';
 import type { Logger } from '../logger';
@@ -32,22 +28,22 @@ export interface CandidatePage {
   /** Distinct owners of the page's documents, in scan order. */
   ownerIds: string[];
   documentCount: number;
-  /** Where the next page starts, or null when this page was not full (the scan is done). */
-  next: PageCursor | null;
+  /** False when this page was not full: the scan is done. */
+  hasNext: boolean;
 }
 
-export interface RemindOwnerInput extends CandidateWindow {
-  ownerUserId: string;
-  asOf: string;
-  correlationId: string;
-}
-
-export interface RemindOwnerResult {
-  remindersSent: number;
-  markersInserted: number;
-  skippedAlreadyMarked: number;
-  /** True when another transaction held the owner and this one left it alone. */
-  ownerBusy: boolean;
+/**
+ * Which page of which cycle's scan to read. Page 1 starts at the window; page n starts where page n − 1
+ * ended, a position stored in PostgreSQL (a document's expiry date is a document value, so it never
+ * travels through history).
+ */
+export interface FindCandidatePageInput {
+  window: CandidateWindow;
+  /** The first run id of the cycle's chain of runs: stable across continue-as-new. */
+  cycleId: string;
+  jobRunId: string;
+  page: number;
+  batchSize: number;
 }
 
 export interface RemindOwnersInput extends CandidateWindow {
@@ -69,10 +65,11 @@ export interface FailedOwner {
 }
 
 export interface RemindOwnersResult {
-  /** Owners claimed (busy ones included), i.e. not failed. */
+  /** Owners claimed, i.e. neither busy nor failed. */
   ownersProcessed: number;
   ownersNotified: number;
-  ownersBusy: number;
+  /** Owners another transaction held; the workflow retries them later in the cycle. */
+  busyOwnerIds: string[];
   remindersSent: number;
   markersInserted: number;
   skippedAlreadyMarked: number;
@@ -82,6 +79,8 @@ export interface RemindOwnersResult {
 export interface PruneInput {
   asOfDate: string;
   retentionDays: number;
+  /** The cycle whose scan positions go too (with any older than {@link STALE_SCAN_POSITION_DAYS}). */
+  cycleId?: string;
   /** Rows per delete statement (each its own transaction). */
   chunkSize?: number;
 }
@@ -108,7 +107,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     );
     for (const claim of claims) {
       if (claim.busy) {
-        log.info({ ownerUserId: claim.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, skipped');
+        log.info({ ownerUserId: claim.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, retried later');
       }
       for (const doc of claim.won) {
         log.info(
@@ -173,40 +172,59 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
 
   return {
     /**
-     * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated.
-     * Invalid input fails the cycle at once (non-retryable) with a message naming each bad field.
+     * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated;
+     * a continued run's settings are validated the same way. Invalid input fails the cycle at once
+     * (non-retryable) with a message naming each bad field.
      */
-    async resolveCycleSettings(input: CycleInput & { startedAt: string }): Promise<CycleSettings> {
-      const resolved = resolveSettings(config.cycle, input, new Date(input.startedAt));
+    async resolveCycleSettings(request: { input: unknown; jobRunId: string; defaultAsOf: string }): Promise<CycleSettings> {
+      const resolved = resolveSettings(config.cycle, request.input, {
+        defaultAsOf: new Date(request.defaultAsOf),
+        now: new Date(),
+        jobRunId: request.jobRunId,
+      });
       if (!resolved.ok) {
-        throw ApplicationFailure.nonRetryable(
-          `Invalid cycle input: ${resolved.problems.join('; ')}`,
-          'InvalidCycleInput',
-        );
+        throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${resolved.problems.join('; ')}`, 'InvalidCycleInput');
       }
       return resolved.settings;
     },
 
-    /** One page of the SPEC §3.1 scan, reduced to owner ids and the next cursor. */
-    async findCandidatePage(input: {
-      window: CandidateWindow;
-      cursor: PageCursor | null;
-      batchSize: number;
-    }): Promise<CandidatePage> {
+    /** One page of the candidate scan, reduced to owner ids; its end position stays in PostgreSQL. */
+    async findCandidatePage(input: FindCandidatePageInput): Promise<CandidatePage> {
+      const { attempt } = Context.current().info;
+      let after = null;
+      try {
+        if (input.page > 1) {
+          after = await selectScanPosition(pool, input.cycleId, input.page - 1);
+        }
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+      if (input.page > 1 && !after) {
+        throw ApplicationFailure.nonRetryable(
+          `no scan position for page ${input.page - 1} of cycle ${input.jobRunId} (${input.cycleId}): a continuation ` +
+            'only continues the cycle that wrote it',
+          'ScanPositionMissing',
+        );
+      }
       try {
         // Only a scan's first page is sliced: on an idle day it is the only page and walks the whole
         // window to find nothing; a later page follows a full one, so it is busy, and a second slice
-        // would mostly be read and thrown away (the moonshot took 176 s with every page sliced, 151 s
-        // with only the first).
-        const slices = input.cursor === null ? config.scanSlices : 1;
-        const rows = await selectCandidatePage(pool, input.window, input.cursor, input.batchSize, slices);
-        const ownerIds = [...new Set(rows.map((r) => r.owner_user_id))];
-        const last = rows[rows.length - 1];
-        return {
-          ownerIds,
-          documentCount: rows.length,
-          next: rows.length === input.batchSize ? { expiresAt: last.expires_at, id: last.id } : null,
-        };
+        // would mostly be read and thrown away (bench/REPORT.md).
+        const slices = input.page === 1 ? config.scanSlices : 1;
+        const rows = await selectCandidatePage(pool, input.window, after ?? null, input.batchSize, slices);
+        const hasNext = rows.length === input.batchSize;
+        if (hasNext) {
+          const last = rows[rows.length - 1];
+          await upsertScanPosition(pool, {
+            cycleId: input.cycleId,
+            jobRunId: input.jobRunId,
+            page: input.page,
+            expiresAt: last.expires_at,
+            id: last.id,
+            attempt,
+          });
+        }
+        return { ownerIds: [...new Set(rows.map((r) => r.owner_user_id))], documentCount: rows.length, hasNext };
       } catch (err) {
         throw toActivityFailure(err);
       }
@@ -242,25 +260,6 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
 
     /**
-     * SPEC §3.2 for one owner, in one transaction. Cycles started before owners were grouped
-     * (`remindOwners`) still schedule it; keep it until none of those can be running.
-     */
-    async remindOwner(input: RemindOwnerInput): Promise<RemindOwnerResult> {
-      otel.trace.getActiveSpan()?.setAttributes({ ownerUserId: input.ownerUserId, correlationId: input.correlationId });
-      try {
-        const [claim] = await claimInTransaction(input, [input.ownerUserId]);
-        return {
-          remindersSent: claim.won.length,
-          markersInserted: claim.markersInserted,
-          skippedAlreadyMarked: claim.lostToOthers,
-          ownerBusy: claim.busy,
-        };
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
-    },
-
-    /**
      * SPEC §3.3: deletes markers of documents that expired before AsOfDate − RetentionDays, in chunks of
      * their own transactions, heartbeating between them so a retry after a crash just continues.
      */
@@ -273,14 +272,19 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
           const deleted = await deleteExpiredMarkers(pool, cutoff, chunk);
           total += deleted;
           Context.current().heartbeat({ pruned: total });
-          if (deleted < chunk) return total;
+          if (deleted < chunk) break;
         }
+        if (input.cycleId) await deleteScanPositions(pool, input.cycleId, STALE_SCAN_POSITION_DAYS);
+        return total;
       } catch (err) {
         throw toActivityFailure(err);
       }
     },
   };
 }
+
+/** Scan positions of cycles that never finished (cancelled, terminated) are deleted after this many days. */
+export const STALE_SCAN_POSITION_DAYS = 2;
 
 /** How often a running group tells Temporal its worker is alive (the workflow's heartbeat timeout is 10 s). */
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -291,16 +295,20 @@ const ISOLATED_BACKOFF_MS = 200;
 
 function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersResult {
   const result: RemindOwnersResult = {
-    ownersProcessed: claims.length,
+    ownersProcessed: 0,
     ownersNotified: 0,
-    ownersBusy: 0,
+    busyOwnerIds: [],
     remindersSent: 0,
     markersInserted: 0,
     skippedAlreadyMarked: 0,
     failed,
   };
   for (const c of claims) {
-    if (c.busy) result.ownersBusy += 1;
+    if (c.busy) {
+      result.busyOwnerIds.push(c.ownerUserId);
+      continue;
+    }
+    result.ownersProcessed += 1;
     if (c.won.length > 0) result.ownersNotified += 1;
     result.remindersSent += c.won.length;
     result.markersInserted += c.markersInserted;

@@ -1,7 +1,12 @@
 /** The candidate scan, keyset-paged on `(expires_at, id)` over the partial index, and the one "due" predicate. */
-import type { PageCursor } from '../domain/cycle';
 import { addDays } from '../domain/thresholds';
 import type { Queryable } from './pool';
+
+/** Keyset position: the last `(expires_at, id)` a page returned. A document value: never in history. */
+export interface PageCursor {
+  expiresAt: string;
+  id: string;
+}
 
 export interface CandidateWindow {
   asOfDate: string;

@@ -6,12 +6,17 @@
 const DAY_MS = 86_400_000;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+/** The largest threshold accepted: ten years. A larger one is a typo, and it would widen every scan. */
+export const MAX_THRESHOLD_DAYS = 3650;
+
 /** Problems with a thresholds list, as sentences; empty when the list is valid. */
 export function thresholdProblems(thresholds: readonly number[]): string[] {
   const problems: string[] = [];
   if (thresholds.length === 0) problems.push('the list is empty');
   if (thresholds.some((t) => !Number.isSafeInteger(t) || t < 0)) {
     problems.push('every threshold must be a whole number of days >= 0');
+  } else if (thresholds.some((t) => t > MAX_THRESHOLD_DAYS)) {
+    problems.push(`every threshold must be at most ${MAX_THRESHOLD_DAYS} days (ten years)`);
   }
   if (new Set(thresholds).size !== thresholds.length) problems.push('thresholds must be distinct');
   for (let i = 1; i < thresholds.length; i++) {

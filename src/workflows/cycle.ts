@@ -1,8 +1,8 @@
 /**
- * `documentExpiryReminderCycle` (SPEC §3, §5). Deterministic orchestration only: pages owner ids out of
- * PostgreSQL and runs one owner transaction per owner with bounded concurrency. PostgreSQL decides who
- * sends a reminder; the workflow only decides what to try next, and carries ids and counts, never
- * document values.
+ * `documentExpiryReminderCycle`. Deterministic orchestration only: pages owner ids out of PostgreSQL and
+ * runs groups of owner transactions with bounded concurrency. PostgreSQL decides who sends a reminder;
+ * the workflow only decides what to try next, and carries ids, page numbers and counts, never document
+ * values (the scan's position stays in PostgreSQL).
  */
 import * as otel from '@opentelemetry/api';
 import {
@@ -13,17 +13,19 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  patched,
   proxyActivities,
   proxySinks,
   setCurrentDetails,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities, CandidatePage, RemindOwnerResult, RemindOwnersResult } from '../activities';
+import type { Activities, CandidatePage, RemindOwnersResult } from '../activities';
 import {
+  MAX_CARRIED_BUSY_OWNERS,
   ZERO_COUNTS,
+  inputShapeProblem,
   ownerGroups,
   type CycleContinuation,
   type CycleCounts,
@@ -31,7 +33,6 @@ import {
   type CycleResult,
   type CycleSettings,
   type CycleStatus,
-  type PageCursor,
 } from '../domain/cycle';
 import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../search-attributes';
 import type { CycleSinks } from './sinks';
@@ -47,12 +48,6 @@ const { findCandidatePage } = proxyActivities<Activities>({
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
 
-const OWNER_ACTIVITY: ActivityOptions = {
-  startToCloseTimeout: '20s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-};
-const { remindOwner } = proxyActivities<Activities>(OWNER_ACTIVITY);
-
 // A group is one statement in one transaction, tens of milliseconds; the last attempt isolates its
 // owners one by one, which takes longer, hence the wide start-to-close. The activity heartbeats every
 // few seconds while it runs, so a group lost with a crashed worker is retried after 10 s, not 2 min.
@@ -62,12 +57,6 @@ const OWNER_GROUP_ACTIVITY = {
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 } satisfies ActivityOptions;
 const { remindOwners: remindOwnerGroup } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
-
-/**
- * Cycles started before this patch run one `remindOwner` activity per owner and read pages one after
- * another; later ones group owners per activity and read the next page while owners run.
- */
-const OWNER_GROUPS_PATCH = 'owner-groups';
 
 const { pruneReminders } = proxyActivities<Activities>({
   startToCloseTimeout: '15m',
@@ -84,10 +73,13 @@ const { cycleMetrics } = proxySinks<CycleSinks>();
 const tracer = otel.trace.getTracer('expiry-reminder-cycle');
 
 /** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
-const EVENTS_PER_OWNER = 6;
-const EVENTS_PER_ACTIVITY = EVENTS_PER_OWNER;
+const EVENTS_PER_ACTIVITY = 6;
 
-/** Runs one reminder cycle; see SPEC §3 for what it guarantees. */
+/** Pauses between rounds of retrying busy owners: 1 s, doubling, at most 30 s. */
+const BUSY_RETRY_FIRST_MS = 1_000;
+const BUSY_RETRY_MAX_MS = 30_000;
+
+/** Runs one reminder cycle (docs/DESIGN.md says what it guarantees). */
 export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
   try {
     return await runCycle(input);
@@ -101,21 +93,25 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
 }
 
 async function runCycle(input: CycleInput): Promise<CycleResult> {
-  const jobRunId = workflowInfo().workflowId;
-  const first = input.continuation === undefined;
-  const state: CycleContinuation = input.continuation ?? {
-    // Settings are fixed once per cycle, here, and travel with it through continue-as-new.
-    settings: await CancellationScope.nonCancellable(() =>
-      resolveCycleSettings({ ...withoutContinuation(input), startedAt: defaultAsOf().toISOString() }),
-    ),
+  const info = workflowInfo();
+  const jobRunId = info.workflowId;
+  // Anything but an object would fail every workflow task below; fail the cycle instead, once.
+  const shape = inputShapeProblem(input);
+  if (shape) throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${shape}`, 'InvalidCycleInput');
+  const continued = input.continuation;
+  // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
+  // validated again, since anyone may start a run with one.
+  const settings = await CancellationScope.nonCancellable(() =>
+    resolveCycleSettings({ input, jobRunId, defaultAsOf: defaultAsOf().toISOString() }),
+  );
+  const state: CycleContinuation = continued ?? {
+    settings,
     startedAtMs: Date.now(),
-    cursor: null,
     counts: { ...ZERO_COUNTS },
     runs: 1,
+    busyOwnerIds: [],
   };
-  const { settings } = state;
   const counts: CycleCounts = { ...state.counts };
-  let cursor: PageCursor | null = state.cursor;
   const deadline = state.startedAtMs + settings.maxRunDurationMs;
   const progress = () => showProgress(settings, counts, state.runs);
 
@@ -125,7 +121,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     batchSize: settings.batchSize,
     run: state.runs,
   });
-  if (first) {
+  if (!continued) {
     log.info('cycle started', {
       jobRunId,
       asOf: settings.asOf,
@@ -143,8 +139,11 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   let cancelled = false;
   // Cancellation is observed, not propagated: in-flight owner transactions run to their end and the
   // cycle stops scheduling new ones, then reports `cancelled` with what it did.
-  CancellationScope.current().cancelRequested.catch(() => {
-    cancelled = true;
+  const cancelRequested = new Promise<void>((resolve) => {
+    CancellationScope.current().cancelRequested.catch(() => {
+      cancelled = true;
+      resolve();
+    });
   });
   const stopReason = (): CycleStatus | undefined =>
     cancelled ? 'cancelled' : Date.now() >= deadline ? 'time-limit' : undefined;
@@ -154,20 +153,16 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     thresholdsDays: settings.thresholdsDays,
     retentionDays: settings.retentionDays,
   };
-
-  // The paths split once the first page is in hand, so that is where the patch is decided.
-  let owners: { groups: OwnerGroupWindow | undefined } | undefined;
-  const ownerPath = () =>
-    (owners ??= { groups: patched(OWNER_GROUPS_PATCH) ? new OwnerGroupWindow(settings, jobRunId, counts, progress) : undefined });
-  const findPage = (at: PageCursor | null) =>
-    CancellationScope.nonCancellable(() => findCandidatePage({ window, cursor: at, batchSize: settings.batchSize }));
+  const groups = new OwnerGroupWindow(settings, jobRunId, counts, progress, state.busyOwnerIds);
+  const findPage = (page: number) =>
+    CancellationScope.nonCancellable(() =>
+      findCandidatePage({ window, cycleId: info.firstExecutionRunId, jobRunId, page, batchSize: settings.batchSize }),
+    );
   // History a page may still add: its own activity, and its owners' activities.
   const historyNearlyFull = (pagesAhead: number) => {
-    const pageEvents = ownerPath().groups
-      ? (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY
-      : settings.batchSize * EVENTS_PER_OWNER;
-    const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
+    const pageEvents = (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
+    const now = workflowInfo();
+    return now.continueAsNewSuggested || now.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
   };
 
   let status: CycleStatus = 'completed';
@@ -184,7 +179,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
       async (span) => {
         let spanEnded: Promise<void> | undefined;
         try {
-          const page = await (prefetched ?? findPage(cursor));
+          const page = await (prefetched ?? findPage(counts.pages + 1));
           prefetched = undefined;
           counts.pages += 1;
           counts.documentsSeen += page.documentCount;
@@ -195,13 +190,14 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
             count: page.documentCount,
             owners: page.ownerIds.length,
           });
-          const { groups } = ownerPath();
-          if (!groups) {
-            return { page, pageStop: await remindOwnersOneByOne(page.ownerIds, settings, jobRunId, counts, stopReason, progress) };
-          }
           // The next page is read while this one's owners run, unless this run will continue as new
-          // after this page (the new run reads it itself).
-          if (page.next && !historyNearlyFull(2)) prefetched = findPage(page.next);
+          // after this page (the new run reads it itself). Its failure is handled where it is awaited;
+          // the empty handler only keeps it from counting as unhandled while the owners run, which
+          // would fail the workflow task over and over instead of the cycle once.
+          if (page.hasNext && !historyNearlyFull(2)) {
+            prefetched = findPage(counts.pages + 1);
+            prefetched.catch(() => undefined);
+          }
           const scheduled = await groups.schedule(page.ownerIds, stopReason);
           spanEnded = scheduled.settled.then(() => span.end());
           return { page, pageStop: scheduled.stopped };
@@ -215,25 +211,43 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
       status = pageStop;
       break;
     }
-    if (!page.next) break;
-    cursor = page.next;
+    if (!page.hasNext) break;
 
     if (!prefetched && historyNearlyFull(1)) {
-      // The continuation's cursor promises that everything before it is done.
-      await owners?.groups?.drain();
+      // Counts and the page number promise that everything before them is done.
+      await groups.drain();
+      // A cancel request (or the time limit) that came while draining ends this cycle here; a new run
+      // would not know of it.
+      const drained = stopReason();
+      if (drained) {
+        status = drained;
+        break;
+      }
+      const busyOwnerIds = groups.takeBusy();
       await continueAsNew<typeof documentExpiryReminderCycle>({
-        continuation: { settings, startedAtMs: state.startedAtMs, cursor, counts, runs: state.runs + 1 },
+        continuation: {
+          settings,
+          startedAtMs: state.startedAtMs,
+          counts,
+          runs: state.runs + 1,
+          busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
+        },
       });
     }
   }
-  await owners?.groups?.drain();
+  await groups.drain();
   // A page read ahead of a stop is not used; its activity must still end before the run does.
   await prefetched?.catch(() => undefined);
+  if (status === 'completed') {
+    const stop = await retryBusyOwners(groups, settings, stopReason, cancelRequested);
+    if (stop) status = stop;
+  }
+  groups.failStillBusy();
 
   let pruned = 0;
   if (status !== 'cancelled') {
     pruned = await CancellationScope.nonCancellable(() =>
-      pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays }),
+      pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays, cycleId: info.firstExecutionRunId }),
     );
   }
 
@@ -258,40 +272,79 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
 }
 
 /**
+ * Owners another transaction held when their group ran get more tries once the scan is done: after 1 s,
+ * then doubling up to 30 s, for `busyRetryWindowMs` (twice the database's idle-in-transaction timeout,
+ * the longest an orphaned transaction can keep them). A parallel cycle's hold lasts milliseconds, so
+ * the first retry usually finds them free, with nothing left to send. Returns why it stopped early.
+ */
+async function retryBusyOwners(
+  groups: OwnerGroupWindow,
+  settings: CycleSettings,
+  stopReason: () => CycleStatus | undefined,
+  cancelRequested: Promise<void>,
+): Promise<CycleStatus | undefined> {
+  let waited = 0;
+  for (let round = 0; groups.busyCount() > 0; round += 1) {
+    const pause = Math.min(BUSY_RETRY_FIRST_MS * 2 ** round, BUSY_RETRY_MAX_MS);
+    if (waited + pause > settings.busyRetryWindowMs) return undefined;
+    // The timer is not cancellable: a cancel request ends the pause through the race instead, so the
+    // cycle still reports `cancelled` with its counts.
+    await Promise.race([CancellationScope.nonCancellable(() => sleep(pause)), cancelRequested]);
+    waited += pause;
+    const stop = stopReason();
+    if (stop) return stop;
+    const scheduled = await groups.schedule(groups.takeBusy(), stopReason, true);
+    await groups.drain();
+    if (scheduled.stopped) return scheduled.stopped;
+  }
+  return undefined;
+}
+
+/**
  * Owner groups of `ownerGroupSize` through a sliding window that spans pages: at most
  * `ownerConcurrency / ownerGroupSize` group activities in flight, so the window does not drain at every
  * page boundary. An owner the activity reports failed (after its retries and isolation) is counted and
- * logged; so is every owner of a group whose activity failed as a whole. The cycle goes on.
+ * logged; so is every owner of a group whose activity failed as a whole. The cycle goes on. Owners it
+ * reports busy are kept for {@link retryBusyOwners}.
  */
 class OwnerGroupWindow {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly size: number;
   private readonly activities: number;
+  private busy: string[];
 
   constructor(
     private readonly settings: CycleSettings,
     private readonly jobRunId: string,
     private readonly counts: CycleCounts,
     private readonly progress: () => void,
+    carriedBusy: string[],
   ) {
     ({ size: this.size, activities: this.activities } = ownerGroups(settings));
+    this.busy = [...carriedBusy];
   }
 
   /**
    * Schedules the owners' groups, waiting for room in the window. Resolves once all are scheduled (or
-   * a stop reason came up first); `settled` resolves when this call's groups have ended.
+   * a stop reason came up first); `settled` resolves when this call's groups have ended. `retry` marks
+   * owners found busy before, so they are not counted busy twice.
    */
   async schedule(
     ownerIds: string[],
     stopReason: () => CycleStatus | undefined,
+    retry = false,
   ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
     const mine: Promise<void>[] = [];
     let stopped: CycleStatus | undefined;
     for (let i = 0; i < ownerIds.length; i += this.size) {
       while (this.inFlight.size >= this.activities) await Promise.race(this.inFlight);
       stopped = stopReason();
-      if (stopped) break;
-      mine.push(this.start(ownerIds.slice(i, i + this.size)));
+      if (stopped) {
+        // Busy owners not retried yet stay busy, so they are counted failed at the end.
+        if (retry) this.busy.push(...ownerIds.slice(i));
+        break;
+      }
+      mine.push(this.start(ownerIds.slice(i, i + this.size), retry));
     }
     return { stopped: stopped ?? stopReason(), settled: Promise.all(mine).then(() => undefined) };
   }
@@ -301,14 +354,39 @@ class OwnerGroupWindow {
     await Promise.all(this.inFlight);
   }
 
-  private start(ownerUserIds: string[]): Promise<void> {
+  busyCount(): number {
+    return this.busy.length;
+  }
+
+  /** The owners found busy so far (each once), handed over for a retry or a continuation. */
+  takeBusy(): string[] {
+    const ids = [...new Set(this.busy)];
+    this.busy = [];
+    return ids;
+  }
+
+  /** Owners still busy when the cycle ends: counted failed and logged by id, so the errors alert sees them. */
+  failStillBusy(): void {
+    for (const ownerUserId of this.takeBusy()) {
+      this.counts.failedOwners += 1;
+      cycleMetrics.ownerFailed();
+      log.warn('owner failed', {
+        jobRunId: this.jobRunId,
+        ownerUserId,
+        error: 'OwnerBusy: another transaction held the owner until the end of the cycle',
+      });
+    }
+    this.progress();
+  }
+
+  private start(ownerUserIds: string[], retry: boolean): Promise<void> {
     const { settings, jobRunId, counts } = this;
     const first = ownerUserIds[0];
-    const summary =
+    const owners =
       ownerUserIds.length === 1 ? `owner ${first}` : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
-      remindOwnerGroup.executeWithOptions({ ...OWNER_GROUP_ACTIVITY, summary }, [
+      remindOwnerGroup.executeWithOptions({ ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners }, [
         {
           ownerUserIds,
           asOf: settings.asOf,
@@ -321,7 +399,11 @@ class OwnerGroupWindow {
       ]),
     )
       .then(
-        (r) => tallyGroup(counts, r, jobRunId),
+        (r) => {
+          tallyGroup(counts, r, jobRunId);
+          if (!retry) counts.ownersBusy += r.busyOwnerIds.length;
+          this.busy.push(...r.busyOwnerIds);
+        },
         (err: unknown) => {
           counts.failedOwners += ownerUserIds.length;
           for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
@@ -337,55 +419,6 @@ class OwnerGroupWindow {
   }
 }
 
-/**
- * Cycles from before `OWNER_GROUPS_PATCH`: the page's owners through a sliding window of
- * `ownerConcurrency` single-owner activities. Returns why it stopped early.
- */
-async function remindOwnersOneByOne(
-  ownerIds: string[],
-  settings: CycleSettings,
-  jobRunId: string,
-  counts: CycleCounts,
-  stopReason: () => CycleStatus | undefined,
-  progress: () => void,
-): Promise<CycleStatus | undefined> {
-  const inFlight = new Set<Promise<void>>();
-  let stopped: CycleStatus | undefined;
-  for (const ownerUserId of ownerIds) {
-    while (inFlight.size >= settings.ownerConcurrency) await Promise.race(inFlight);
-    stopped = stopReason();
-    if (stopped) break;
-    const run: Promise<void> = CancellationScope.nonCancellable(() =>
-      // The summary (owner id only) names the activity in the Web UI's timeline.
-      remindOwner.executeWithOptions({ ...OWNER_ACTIVITY, summary: `owner ${ownerUserId}` }, [
-        {
-          ownerUserId,
-          asOf: settings.asOf,
-          asOfDate: settings.asOfDate,
-          thresholdsDays: settings.thresholdsDays,
-          retentionDays: settings.retentionDays,
-          correlationId: jobRunId,
-        },
-      ]),
-    )
-      .then(
-        (r) => tally(counts, r),
-        (err: unknown) => {
-          counts.failedOwners += 1;
-          cycleMetrics.ownerFailed();
-          log.warn('owner failed', { jobRunId, ownerUserId, error: describeFailure(err) });
-        },
-      )
-      .finally(() => {
-        inFlight.delete(run);
-        progress();
-      });
-    inFlight.add(run);
-  }
-  await Promise.all(inFlight);
-  return stopped ?? stopReason();
-}
-
 /** AsOf when the input names none: the schedule's action time (so a backfill computes as of its day), else now. */
 function defaultAsOf(): Date {
   return workflowInfo().typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME) ?? new Date();
@@ -394,7 +427,8 @@ function defaultAsOf(): Date {
 function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number): string {
   return (
     `AsOf ${settings.asOfDate} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
-    `owners ${counts.ownersProcessed} done, ${counts.failedOwners} failed · reminders ${counts.remindersSent} · run ${runs}`
+    `owners ${counts.ownersProcessed} done, ${counts.ownersBusy} busy, ${counts.failedOwners} failed · ` +
+    `reminders ${counts.remindersSent} · run ${runs}`
   );
 }
 
@@ -415,22 +449,10 @@ function tallyGroup(counts: CycleCounts, r: RemindOwnersResult, jobRunId: string
   }
 }
 
-function tally(counts: CycleCounts, r: RemindOwnerResult): void {
-  counts.ownersProcessed += 1;
-  counts.remindersSent += r.remindersSent;
-  counts.skippedAlreadyMarked += r.skippedAlreadyMarked;
-  if (r.remindersSent > 0) counts.ownersNotified += 1;
-}
-
 function describeFailure(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) {
     const cause = err.cause;
     return cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ${cause.message}` : cause.message;
   }
   return err instanceof Error ? err.message : String(err);
-}
-
-function withoutContinuation(input: CycleInput): CycleInput {
-  const { continuation: _ignored, ...rest } = input;
-  return rest;
 }

@@ -92,3 +92,20 @@ test('cycle run --as-of --wait prints the result as JSON', async () => {
 test('cycle run rejects a malformed --as-of before contacting anything', async () => {
   await expect(cli('cycle', 'run', '--as-of', '2027-02-30')).rejects.toThrow(/expected a calendar date YYYY-MM-DD/);
 });
+
+test('cycle run refuses an --as-of after today (a typo for this year) before starting anything', async () => {
+  await resetData(db);
+  const today = utcDate(new Date());
+  const typo = `${Number(today.slice(0, 4)) + 1}${today.slice(4)}`;
+  // Due at 30 today; "expired" as of the typo.
+  await insertDocuments(db.admin, today, [{ daysLeft: 20 }]);
+
+  await expect(cli('cycle', 'run', '--as-of', typo, '--wait')).rejects.toThrow(
+    `--as-of ${typo} is after today's UTC date (${today}): a cycle as of a later day would send reminders early and prune the markers of documents still in the window; nothing was started`,
+  );
+  // Today itself is fine.
+  expect(await cli('cycle', 'run', '--as-of', today, '--wait')).toEqual(
+    expect.objectContaining({ result: expect.objectContaining({ status: 'completed', remindersSent: 1 }) }),
+  );
+  expect(await outbox(db.admin)).toHaveLength(1);
+});

@@ -106,8 +106,15 @@ test('schedule describe shows spec, policies, pause state, next action times and
     expect.objectContaining({
       scheduleId,
       spec: expect.objectContaining({ intervals: [{ everyMs: 86_400_000, offsetMs: 10_800_000 }], calendars: 0 }),
-      action: { workflowType: 'documentExpiryReminderCycle', taskQueue, workflowIdPrefix: 'document-expiry-reminder-cycle' },
-      policies: { overlap: 'SKIP', catchupWindowMs: 3_600_000, pauseOnFailure: false },
+      // A stuck cycle times out (21.6 h, 90 % of the interval) before the next tick; a tick missed in an
+      // outage of up to that long still runs.
+      action: {
+        workflowType: 'documentExpiryReminderCycle',
+        taskQueue,
+        workflowIdPrefix: 'document-expiry-reminder-cycle',
+        workflowExecutionTimeoutMs: 77_760_000,
+      },
+      policies: { overlap: 'SKIP', catchupWindowMs: 77_760_000, pauseOnFailure: false },
       state: { paused: false },
     }),
   );
@@ -150,7 +157,7 @@ test('schedule apply on an existing schedule keeps pause state, note, remaining 
   const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(d.state).toEqual({ paused: true, note: 'INC-7: freeze', remainingActions: 5 });
   expect(d.spec).toEqual(expect.objectContaining({ intervals: [{ everyMs: 86_400_000, offsetMs: 10_800_000 }], jitterMs: 30_000 }));
-  expect(d.policies).toEqual({ overlap: 'SKIP', catchupWindowMs: 3_600_000, pauseOnFailure: false });
+  expect(d.policies).toEqual({ overlap: 'SKIP', catchupWindowMs: 77_760_000, pauseOnFailure: false });
 });
 
 test('schedule pause requires a reason and stores it as the note; unpause resumes it with its own note', async () => {
@@ -260,7 +267,7 @@ test('schedule backfill takes an action time at 00:00 of --from and none at 00:0
   expect(ids).toEqual([`document-expiry-reminder-cycle-${day}T00:00:00Z`]);
 });
 
-test('schedule backfill refuses a reversed range, an impossible date and a day whose action time is still ahead', async () => {
+test('schedule backfill refuses a reversed range, an impossible date, and a day after today (a typo for this year too)', async () => {
   const scheduleId = newScheduleId();
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
   const tomorrow = addDays(utcDate(new Date()), 1);
@@ -274,8 +281,13 @@ test('schedule backfill refuses a reversed range, an impossible date and a day w
   expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-11-01')).message).toMatch(
     /required option '--to <date>'/,
   );
-  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', tomorrow, '--to', tomorrow)).message).toMatch(
-    new RegExp(`covers the action time ${tomorrow}T03:00:00.000Z, which is in the future`),
+  const today = utcDate(new Date());
+  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', tomorrow, '--to', tomorrow)).message).toBe(
+    `--to ${tomorrow} is after today's UTC date (${today}): its cycles would compute reminders as of a later day and send them early; nothing was backfilled`,
+  );
+  const nextYear = `${Number(today.slice(0, 4)) + 1}${today.slice(4)}`;
+  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', today, '--to', nextYear)).message).toMatch(
+    new RegExp(`^--to ${nextYear} is after today's UTC date`),
   );
   const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(d.info.actionsTaken).toBe(0);

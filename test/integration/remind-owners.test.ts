@@ -67,7 +67,7 @@ test('a group of owners is claimed in one transaction: one event per owner listi
   expect(result).toEqual({
     ownersProcessed: 4,
     ownersNotified: 4,
-    ownersBusy: 0,
+    busyOwnerIds: [],
     remindersSent: 8,
     // daysLeft 7 crosses 30 and 7; daysLeft 25 crosses 30.
     markersInserted: 12,
@@ -91,7 +91,7 @@ test('a group of owners is claimed in one transaction: one event per owner listi
   expect(await outbox(db.admin)).toHaveLength(4);
 });
 
-test('an owner another transaction holds is reported busy and left alone; the rest of the group is claimed', async () => {
+test('an owner another transaction holds is reported busy by id and left alone (not counted processed); the rest of the group is claimed', async () => {
   const [held, ...others] = await seedOwners(3);
   const client = await db.worker.connect();
   try {
@@ -101,7 +101,7 @@ test('an owner another transaction holds is reported busy and left alone; the re
 
     const result = await remindOwners([held, ...others]);
 
-    expect(result).toEqual(expect.objectContaining({ ownersProcessed: 3, ownersBusy: 1, ownersNotified: 2, remindersSent: 4 }));
+    expect(result).toEqual(expect.objectContaining({ ownersProcessed: 2, busyOwnerIds: [held], ownersNotified: 2, remindersSent: 4 }));
     await client.query('rollback');
   } finally {
     client.release();

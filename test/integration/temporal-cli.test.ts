@@ -145,7 +145,12 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
   // Every 2 s, on a queue with a worker: unpaused, it starts a cycle every other second.
   await applySchedule(
     temporal.client,
-    testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue, REMINDER_POLLING_INTERVAL: '2s', REMINDER_POLLING_OFFSET: '0s' }),
+    testConfig({
+      TEMPORAL_TASK_QUEUE: w.taskQueue,
+      REMINDER_POLLING_INTERVAL: '2s',
+      REMINDER_POLLING_OFFSET: '0s',
+      REMINDER_MAX_RUN_DURATION: '30s',
+    }),
     scheduleId,
   );
   const reason = 'INC-314: notifications outage';

@@ -165,7 +165,7 @@ test('the Web UI shows the latest scheduled cycle with its summary, outcome and 
   await current.locator('strong', { hasText: /^completed$/ }).waitFor();
   const currentText = (await current.locator('body').innerText()).replace(/\s+/g, ' ').trim();
   expect(currentText).toMatch(new RegExp(`^completed · AsOf ${resultAsOfDate} · thresholds 30, 7, 1, 0 · `));
-  expect(currentText).toContain('owners 3 done, 0 failed · reminders 3 · run 1');
+  expect(currentText).toContain('owners 3 done, 0 busy, 0 failed · reminders 3 · run 1');
 
   const withMetadata = page.locator(
     'xpath=//h3[normalize-space()="Events with Metadata"]/ancestor::div[.//p[normalize-space()="Activity"]][1]',

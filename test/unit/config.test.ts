@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, redactUrl, requireDatabaseUrl } from '../../src/config';
+import { ConfigError, loadConfig, redactUrl, requireDatabaseUrl, scheduledCycleTimeoutMs } from '../../src/config';
 
 /** The ConfigError `loadConfig(env)` throws. */
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -22,7 +22,10 @@ describe('loadConfig', () => {
       ownerConcurrency: 400,
       ownerGroupSize: 100,
       maxHistoryEvents: 9_000,
+      // Twice the idle-in-transaction timeout (30 s) plus 10 s: what an orphaned transaction can hold an owner.
+      busyRetryWindowMs: 70_000,
     });
+    expect(config.databaseSession).toEqual({ statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000, tcpKeepaliveIdleMs: 30_000 });
     expect(config.schedule).toEqual({ intervalMs: 24 * 3_600_000, offsetMs: 3 * 3_600_000 });
     expect(config.temporal).toMatchObject({
       address: '127.0.0.1:7233',
@@ -60,7 +63,11 @@ describe('loadConfig', () => {
     ['REMINDER_THRESHOLDS_DAYS', '7,30', ['thresholds must be sorted in descending order', EXAMPLE]],
     ['REMINDER_THRESHOLDS_DAYS', '30,7,7', ['thresholds must be distinct', EXAMPLE]],
     ['REMINDER_THRESHOLDS_DAYS', '30,-1', ['every threshold must be a whole number of days >= 0', EXAMPLE]],
+    ['REMINDER_THRESHOLDS_DAYS', '36500,7', ['every threshold must be at most 3650 days (ten years)', EXAMPLE]],
     ['REMINDER_BATCH_SIZE', '0', ['expected a whole number from 1 to 10000']],
+    ['DATABASE_IDLE_IN_TRANSACTION_TIMEOUT', 'half a minute', ['expected a duration with a unit', 'e.g. 30s']],
+    ['DATABASE_STATEMENT_TIMEOUT', '-1s', ['expected a duration with a unit', 'e.g. 1m']],
+    ['REMINDER_MAX_RUN_DURATION', '23h', ['expected less than the execution timeout of scheduled cycles (21.6h']],
     ['REMINDER_MAX_RUN_DURATION', 'ten minutes', ['expected a positive duration with a unit', 'e.g. 10m']],
     ['REMINDER_MAX_RUN_DURATION', '10', ['expected a positive duration with a unit', 'e.g. 10m']],
     ['REMINDER_POLLING_OFFSET', '24h', ['expected less than REMINDER_POLLING_INTERVAL (1d)']],
@@ -71,6 +78,18 @@ describe('loadConfig', () => {
     expect(err.problems[0].startsWith(`${name}=${JSON.stringify(value)}: `)).toBe(true);
     for (const fragment of fragments) expect(err.problems[0]).toContain(fragment);
     expect(err.message).toContain(err.problems[0]);
+  });
+
+  it('derives the execution timeout of scheduled cycles and the catch-up window from the polling interval', () => {
+    expect(scheduledCycleTimeoutMs(24 * 3_600_000)).toBe(21.6 * 3_600_000);
+    expect(scheduledCycleTimeoutMs(3_600_000)).toBe(54 * 60_000);
+    // Never below a minute, however short the interval (tests run schedules every few seconds).
+    expect(scheduledCycleTimeoutMs(2_000)).toBe(60_000);
+  });
+
+  it('turns the idle-in-transaction timeout into the busy-owner retry window, and 0 into ten minutes', () => {
+    expect(loadConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '5s' }).cycle.busyRetryWindowMs).toBe(20_000);
+    expect(loadConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '0' }).cycle.busyRetryWindowMs).toBe(600_000);
   });
 
   it('reports every bad variable at once', () => {

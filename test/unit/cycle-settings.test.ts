@@ -1,4 +1,13 @@
-import { ownerGroups, parseAsOf, resolveCycleSettings, type CycleDefaults, type CycleInput, type CycleSettings } from '../../src/domain/cycle';
+import {
+  ZERO_COUNTS,
+  ownerGroups,
+  parseAsOf,
+  resolveCycleSettings,
+  type CycleContinuation,
+  type CycleDefaults,
+  type CycleInput,
+  type CycleSettings,
+} from '../../src/domain/cycle';
 
 const DEFAULTS: CycleDefaults = {
   thresholdsDays: [30, 7, 1, 0],
@@ -8,17 +17,21 @@ const DEFAULTS: CycleDefaults = {
   ownerConcurrency: 50,
   ownerGroupSize: 25,
   maxHistoryEvents: 9_000,
+  busyRetryWindowMs: 70_000,
 };
 const START = new Date('2026-06-01T03:00:00.000Z');
+/** The wall clock of the tests: later in the day of START, so dates up to 2026-06-01 are not in the future. */
+const NOW = new Date('2026-06-01T21:00:00.000Z');
+const AT = { defaultAsOf: START, now: NOW, jobRunId: 'document-expiry-reminder-cycle-2026-06-01T03:00:00Z' };
 
-function settingsOf(input: CycleInput): CycleSettings {
-  const result = resolveCycleSettings(DEFAULTS, input, START);
+function settingsOf(input: unknown): CycleSettings {
+  const result = resolveCycleSettings(DEFAULTS, input, AT);
   if (!result.ok) throw new Error(`unexpected problems: ${result.problems.join('; ')}`);
   return result.settings;
 }
 
-function problemsOf(input: CycleInput): string[] {
-  const result = resolveCycleSettings(DEFAULTS, input, START);
+function problemsOf(input: unknown, at = AT): string[] {
+  const result = resolveCycleSettings(DEFAULTS, input, at);
   if (result.ok) throw new Error('expected problems, got settings');
   return result.problems;
 }
@@ -33,23 +46,75 @@ describe('resolveCycleSettings', () => {
   });
 
   it('reads an asOf date as midnight UTC of that date', () => {
-    const s = settingsOf({ asOf: '2026-12-01' });
-    expect(s.asOf).toBe('2026-12-01T00:00:00.000Z');
-    expect(s.asOfDate).toBe('2026-12-01');
+    const s = settingsOf({ asOf: '2026-05-01' });
+    expect(s.asOf).toBe('2026-05-01T00:00:00.000Z');
+    expect(s.asOfDate).toBe('2026-05-01');
   });
 
   it('keeps the UTC date of an asOf instant late in the day', () => {
-    expect(settingsOf({ asOf: '2026-12-01T23:59:59.999Z' })).toMatchObject({
-      asOf: '2026-12-01T23:59:59.999Z',
-      asOfDate: '2026-12-01',
+    expect(settingsOf({ asOf: '2026-05-01T23:59:59.999Z' })).toMatchObject({
+      asOf: '2026-05-01T23:59:59.999Z',
+      asOfDate: '2026-05-01',
     });
   });
 
   it('takes the UTC date, not the local one, of an instant with an offset', () => {
-    expect(settingsOf({ asOf: '2026-12-01T22:30:00-02:00' })).toMatchObject({
-      asOf: '2026-12-02T00:30:00.000Z',
-      asOfDate: '2026-12-02',
+    expect(settingsOf({ asOf: '2026-05-01T22:30:00-02:00' })).toMatchObject({
+      asOf: '2026-05-02T00:30:00.000Z',
+      asOfDate: '2026-05-02',
     });
+  });
+
+  it("accepts today's UTC date, even an instant later today", () => {
+    expect(settingsOf({ asOf: '2026-06-01' }).asOfDate).toBe('2026-06-01');
+    expect(settingsOf({ asOf: '2026-06-01T23:00:00Z' }).asOfDate).toBe('2026-06-01');
+  });
+
+  it.each(['2027-06-01', '2026-06-02', '2026-06-01T23:30:00-02:00'])(
+    'refuses asOf %j, after the current UTC date, naming the field and the value',
+    (asOf) => {
+      expect(problemsOf({ asOf })).toEqual([
+        `asOf=${JSON.stringify(asOf)}: after today's UTC date (2026-06-01); a cycle as of a later day would send reminders early and prune the markers of documents still in the window`,
+      ]);
+    },
+  );
+
+  it('accepts retentionDays equal to the configured retention, and refuses any other, 0 included', () => {
+    expect(settingsOf({ retentionDays: 90 }).retentionDays).toBe(90);
+    for (const retentionDays of [0, 30, 91, -1]) {
+      expect(problemsOf({ retentionDays })).toEqual([
+        `retentionDays=${retentionDays}: expected the configured retention, 90 (REMINDER_RETENTION_DAYS), or no value; it bounds both the scan and the prune of the shared ledger, so it is changed in the worker's configuration, not per run`,
+      ]);
+    }
+  });
+
+  it.each([
+    [null, 'null'],
+    [[], 'an array'],
+    ['2026-06-01', 'the string "2026-06-01"'],
+    [7, 'number 7'],
+  ])('refuses input %j that is not an object', (input, described) => {
+    expect(problemsOf(input)).toEqual([`the input must be an object such as {} or {"asOf": "2026-12-01"}, got ${described}`]);
+  });
+
+  it('refuses an unknown field, such as a typo for asOf, instead of running as of today', () => {
+    expect(problemsOf({ asof: '2026-05-01' })).toEqual([
+      'unknown field "asof": expected only asOf, thresholdsDays, batchSize, retentionDays, maxRunDurationMs, ownerConcurrency, ownerGroupSize, maxHistoryEvents',
+    ]);
+  });
+
+  it('refuses a threshold above ten years', () => {
+    expect(problemsOf({ thresholdsDays: [36500, 7] })).toEqual([
+      'thresholdsDays=[36500,7]: every threshold must be at most 3650 days (ten years) (e.g. [30, 7, 1, 0])',
+    ]);
+    expect(settingsOf({ thresholdsDays: [3650, 0] }).thresholdsDays).toEqual([3650, 0]);
+  });
+
+  it('refuses a workflow id longer than the outbox correlation_id holds (128), and accepts 128', () => {
+    expect(problemsOf({}, { ...AT, jobRunId: 'x'.repeat(129) })).toEqual([
+      `workflow id "${'x'.repeat(40)}…" is 129 characters long: expected at most 128, which is what the outbox's correlation_id holds; start the cycle with a shorter id`,
+    ]);
+    expect(resolveCycleSettings(DEFAULTS, {}, { ...AT, jobRunId: 'x'.repeat(128) }).ok).toBe(true);
   });
 
   it.each(['yesterday', '01/12/2026', '2026-13-01', ''])('rejects asOf %j, naming the field and the value', (asOf) => {
@@ -68,7 +133,7 @@ describe('resolveCycleSettings', () => {
     const overrides: CycleInput = {
       thresholdsDays: [14, 0],
       batchSize: 10,
-      retentionDays: 0,
+      retentionDays: 90,
       maxRunDurationMs: 1_000,
       ownerConcurrency: 500,
       ownerGroupSize: 1,
@@ -83,7 +148,6 @@ describe('resolveCycleSettings', () => {
     ['batchSize', { batchSize: 0 }, 'batchSize=0: expected a whole number from 1 to 10000'],
     ['batchSize', { batchSize: 10_001 }, 'batchSize=10001: expected a whole number from 1 to 10000'],
     ['batchSize', { batchSize: 2.5 }, 'batchSize=2.5: expected a whole number from 1 to 10000'],
-    ['retentionDays', { retentionDays: -1 }, 'retentionDays=-1: expected a whole number from 0 to 36500'],
     ['maxRunDurationMs', { maxRunDurationMs: 0 }, 'maxRunDurationMs=0: expected a whole number from 1 to'],
     ['ownerConcurrency', { ownerConcurrency: 501 }, 'ownerConcurrency=501: expected a whole number from 1 to 500'],
     ['ownerGroupSize', { ownerGroupSize: 0 }, 'ownerGroupSize=0: expected a whole number from 1 to 500'],
@@ -109,6 +173,45 @@ describe('resolveCycleSettings', () => {
   });
 });
 
+describe('resolveCycleSettings with a continuation', () => {
+  const settings = settingsOf({ asOf: '2026-05-01', batchSize: 10 });
+  const good: CycleContinuation = {
+    settings,
+    startedAtMs: START.getTime(),
+    counts: { ...ZERO_COUNTS, pages: 3, remindersSent: 12 },
+    runs: 2,
+    busyOwnerIds: ['0190f3a2-7c1e-7abc-8000-00000000000a'],
+  };
+
+  it("accepts the workflow's own continuation and keeps its settings", () => {
+    expect(resolveCycleSettings(DEFAULTS, { continuation: good }, AT)).toEqual({ ok: true, settings });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['null', null, 'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got null'],
+    ['a string', 'page 3', 'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got the string "page 3"'],
+    ['a missing field', { settings, startedAtMs: good.startedAtMs, counts: good.counts, runs: 2 }, 'continuation: missing busyOwnerIds'],
+    ['an old cursor', { ...good, cursor: { expiresAt: '2026-05-08', id: 'x' } }, 'continuation: unknown field cursor'],
+    ['a retention of 0', { ...good, settings: { ...settings, retentionDays: 0 } }, 'continuation.settings.retentionDays=0: expected the configured retention, 90'],
+    ['a future asOf', { ...good, settings: { ...settings, asOf: '2027-06-01T00:00:00.000Z', asOfDate: '2027-06-01' } }, 'continuation.settings.asOf="2027-06-01T00:00:00.000Z": after today'],
+    ['an asOfDate of another day', { ...good, settings: { ...settings, asOfDate: '2026-04-01' } }, 'continuation.settings.asOfDate="2026-04-01": expected 2026-05-01'],
+    ['negative counts', { ...good, counts: { ...good.counts, pages: -1 } }, 'continuation.counts.pages=-1: expected a whole number'],
+    ['a first run', { ...good, runs: 1 }, 'continuation.runs=1: expected a whole number from 2'],
+    ['a start in the future', { ...good, startedAtMs: NOW.getTime() + 1 }, 'continuation.startedAtMs='],
+    ['owner ids that are not uuids', { ...good, busyOwnerIds: ['not-a-uuid'] }, 'continuation.busyOwnerIds: expected an array'],
+    ['unknown settings', { ...good, settings: { ...settings, extra: 1 } }, 'continuation.settings: unknown field extra'],
+  ])('refuses a continuation with %s', (_what, continuation, message) => {
+    const problems = problemsOf({ continuation });
+    expect(problems.join('\n')).toContain(message);
+  });
+
+  it('refuses other fields beside a continuation', () => {
+    expect(problemsOf({ continuation: good, retentionDays: 0 })).toContain(
+      'continuation: expected no other field beside it (a continued run keeps its settings)',
+    );
+  });
+});
+
 describe('ownerGroups', () => {
   it.each([
     [{ ownerConcurrency: 400, ownerGroupSize: 100 }, { size: 100, activities: 4 }],
@@ -116,8 +219,6 @@ describe('ownerGroups', () => {
     // ownerConcurrency bounds the owners in flight, so it also bounds the group.
     [{ ownerConcurrency: 1, ownerGroupSize: 100 }, { size: 1, activities: 1 }],
     [{ ownerConcurrency: 20, ownerGroupSize: 1 }, { size: 1, activities: 20 }],
-    // Settings recorded before groups existed: one owner per activity, as those cycles ran.
-    [{ ownerConcurrency: 50 }, { size: 1, activities: 50 }],
   ])('%j gives %j', (settings, expected) => {
     expect(ownerGroups(settings)).toEqual(expected);
   });

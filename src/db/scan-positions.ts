@@ -1,0 +1,49 @@
+/**
+ * The candidate scan's position per cycle and page (migrations/008): the workflow names pages by number,
+ * and the keyset position they end at stays in PostgreSQL, out of Temporal history.
+ */
+import type { PageCursor } from './candidates';
+import type { Queryable } from './pool';
+
+export interface ScanPosition extends PageCursor {
+  cycleId: string;
+  jobRunId: string;
+  page: number;
+  /** The activity attempt that wrote it: a stale attempt never overwrites a later one's position. */
+  attempt: number;
+}
+
+/** Where page `page` of cycle `cycleId` ended, or undefined when no such page was read. */
+export async function selectScanPosition(db: Queryable, cycleId: string, page: number): Promise<PageCursor | undefined> {
+  const { rows } = await db.query<{ expires_at: string; document_id: string }>(
+    `select expires_at, document_id from profile.document_expiry_reminder_scan_positions where cycle_id = $1 and page = $2`,
+    [cycleId, page],
+  );
+  return rows[0] && { expiresAt: rows[0].expires_at, id: rows[0].document_id };
+}
+
+/** Records where a page ended; a retry of the same page by a later attempt replaces it. */
+export async function upsertScanPosition(db: Queryable, p: ScanPosition): Promise<void> {
+  await db.query(
+    `insert into profile.document_expiry_reminder_scan_positions (cycle_id, page, job_run_id, expires_at, document_id, attempt)
+     values ($1, $2, $3, $4, $5, $6)
+     on conflict (cycle_id, page) do update
+        set expires_at = excluded.expires_at, document_id = excluded.document_id, attempt = excluded.attempt, created_at = now()
+      where profile.document_expiry_reminder_scan_positions.attempt <= excluded.attempt`,
+    [p.cycleId, p.page, p.jobRunId, p.expiresAt, p.id, p.attempt],
+  );
+}
+
+/**
+ * Deletes the positions of a finished cycle, and those of any cycle older than `staleAfterDays` (one
+ * that was cancelled, terminated or timed out never deletes its own).
+ * @returns how many rows it deleted.
+ */
+export async function deleteScanPositions(db: Queryable, cycleId: string, staleAfterDays: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from profile.document_expiry_reminder_scan_positions
+      where cycle_id = $1 or created_at < now() - make_interval(days => $2)`,
+    [cycleId, staleAfterDays],
+  );
+  return rowCount ?? 0;
+}
