@@ -1,5 +1,5 @@
 /**
- * `npm run test:faults [-- --owners N --repeat K --only s1,s2 --report docs/RELIABILITY.md]`
+ * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --report docs/RELIABILITY.md]`
  *
  * The fault suite: real worker and relay processes, a real PostgreSQL, Temporal dev server and Kafka
  * broker, and faults injected into them (SIGKILL, server restarts, broker outages, bad input). After
@@ -26,6 +26,8 @@ import { RELAY_ROLE, WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../src/stack';
 import { consumeUntil } from '../src/stack/consume';
 import { createDatabase, databaseUrl } from '../src/stack/postgres';
+import type { Proxy } from 'toxiproxy-node-client';
+import { startToxiproxy } from './toxiproxy';
 
 const { values: args } = parseArgs({
   options: {
@@ -237,6 +239,51 @@ async function invariants(db: Db, options: { kafka?: boolean } = {}): Promise<st
     if (seen.size !== ids.size) problems.push(`I4: ${ids.size - seen.size} of ${ids.size} outbox rows not on the topic`);
   }
   return problems;
+}
+
+/** Worker sessions left idle inside a transaction: orphans when the worker's path is cut. */
+async function orphans(db: Db): Promise<number> {
+  const { rows } = await db.admin.query(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = $1 and application_name = 'expiry-reminder-worker' and state like 'idle in transaction%'`,
+    [db.name],
+  );
+  return rows[0].n;
+}
+
+/**
+ * A scenario whose worker reaches PostgreSQL through a Toxiproxy proxy, with short session limits so an
+ * orphaned transaction ends within seconds: idle in transaction 3 s, statements 5 s (the client gives up
+ * 5 s later). Toxiproxy is stopped whatever happens.
+ */
+async function throughToxiproxy(
+  label: string,
+  body: (ctx: { db: Db; proxy: Proxy; tq: string; worker: Proc }) => Promise<{ detail: string; problems: string[] }>,
+): Promise<{ size: string; detail: string; problems: string[] }> {
+  const toxiproxy = await startToxiproxy((l) => say(`[toxiproxy] ${l}`));
+  const db = await newDb(label);
+  let worker: Proc | undefined;
+  try {
+    const docs = await seed(db, OWNERS);
+    const pgUrl = new URL(db.workerUrl);
+    const { proxy, port } = await toxiproxy.proxy(`postgres-${label}`, `${pgUrl.hostname}:${pgUrl.port}`);
+    const viaProxy = new URL(db.workerUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(port);
+    const tq = `faults-${crypto.randomUUID()}`;
+    worker = startWorker(db, tq, {
+      DATABASE_URL: viaProxy.toString(),
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '3s',
+      DATABASE_STATEMENT_TIMEOUT: '5s',
+      DATABASE_TCP_KEEPALIVE_IDLE: '5s',
+    });
+    const { detail, problems } = await body({ db, proxy, tq, worker });
+    return { size: `${OWNERS} owners, ${docs} documents`, detail, problems };
+  } finally {
+    await worker?.kill('SIGTERM');
+    await toxiproxy.stop();
+    await db.close();
+  }
 }
 
 type Scenario = { id: string; name: string; checks: string; run(): Promise<{ size: string; detail: string; problems: string[] }> };
@@ -458,6 +505,64 @@ const scenarios: Scenario[] = [
       await misMigrated.close();
       await db.close();
       return { size: `${Object.keys(bad).length * 2} bad configurations, 3 odd documents, 3 broken databases`, detail: `${problems.length} problems`, problems };
+    },
+  },
+  {
+    id: 's9',
+    name: "the worker's TCP path to PostgreSQL cut mid-group (Toxiproxy), the backend left holding its transaction; path back after 8 s",
+    checks: CORE,
+    async run() {
+      return throughToxiproxy('s9', async ({ db, proxy, tq, worker }) => {
+        const handle = await startCycle(tq, FAULT_CYCLE);
+        await waitFor('first events', async () => (await outboxCount(db)) > 0);
+        // Data stops both ways and the connections stay open: the backend of a group in flight keeps
+        // its transaction and its owners' locks, and the worker hears nothing.
+        const cutAt = Date.now();
+        await proxy.addToxic({ name: 'cut-down', type: 'timeout', stream: 'downstream', toxicity: 1, attributes: { timeout: 0 } });
+        await proxy.addToxic({ name: 'cut-up', type: 'timeout', stream: 'upstream', toxicity: 1, attributes: { timeout: 0 } });
+        await waitFor('a worker backend idle in its transaction', async () => (await orphans(db)) > 0, 30_000);
+        // PostgreSQL ends the orphans (idle-in-transaction timeout) while the path is still cut.
+        let heldMs: number | undefined;
+        while (Date.now() - cutAt < 8_000) {
+          if (heldMs === undefined && (await orphans(db)) === 0) heldMs = Date.now() - cutAt;
+          await sleep(100);
+        }
+        await (await proxy.getToxic('cut-down')).remove();
+        await (await proxy.getToxic('cut-up')).remove();
+        await waitFor('the orphaned transactions to end', async () => (await orphans(db)) === 0, 120_000);
+        heldMs ??= Date.now() - cutAt;
+        const result = (await handle.result()) as CycleResult;
+        // Owners whose retries ran out while the path was cut are left for the next cycle, as in s2.
+        const rest = result.failedOwners > 0 ? ((await (await startCycle(tq)).result()) as CycleResult) : undefined;
+        await worker.kill('SIGTERM');
+        const problems = await invariants(db);
+        if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
+        return {
+          detail:
+            `${result.remindersSent} reminders, ${result.ownersBusy} owners busy and retried, ${result.failedOwners} failed owners` +
+            `${rest ? `; next cycle reminded ${rest.remindersSent}` : ''}; orphaned transactions ended ${(heldMs / 1000).toFixed(1)} s after the cut`,
+          problems,
+        };
+      });
+    },
+  },
+  {
+    id: 's10',
+    name: '200 ms of latency on every packet between the worker and PostgreSQL, for the whole cycle',
+    checks: CORE,
+    async run() {
+      return throughToxiproxy('s10', async ({ db, proxy, tq, worker }) => {
+        await proxy.addToxic({ name: 'slow-down', type: 'latency', stream: 'downstream', toxicity: 1, attributes: { latency: 200, jitter: 0 } });
+        await proxy.addToxic({ name: 'slow-up', type: 'latency', stream: 'upstream', toxicity: 1, attributes: { latency: 200, jitter: 0 } });
+        const started = Date.now();
+        const result = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
+        const seconds = Math.round((Date.now() - started) / 1000);
+        await worker.kill('SIGTERM');
+        const problems = await invariants(db);
+        if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
+        if (result.failedOwners > 0) problems.push(`${result.failedOwners} failed owners`);
+        return { detail: `${result.remindersSent} reminders in ${seconds} s, ${result.failedOwners} failed owners`, problems };
+      });
     },
   },
 ];

@@ -41,11 +41,14 @@ export interface SessionLimits {
  */
 export function sessionParameters(limits: SessionLimits): Pick<
   pg.PoolConfig,
-  'statement_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'options'
+  'statement_timeout' | 'query_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'options'
 > {
   const keepaliveSeconds = Math.ceil(limits.tcpKeepaliveIdleMs / 1000);
   return {
     statement_timeout: limits.statementTimeoutMs || undefined,
+    // The client's own limit, a little longer: a reply lost on a silent network (the server's limit
+    // never reaches the worker then) fails the statement instead of hanging the activity.
+    query_timeout: limits.statementTimeoutMs ? limits.statementTimeoutMs + 5_000 : undefined,
     idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs || undefined,
     keepAlive: keepaliveSeconds > 0,
     keepAliveInitialDelayMillis: limits.tcpKeepaliveIdleMs || undefined,
