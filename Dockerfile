@@ -61,7 +61,7 @@ COPY migrations ./migrations
 # The official image's `node` user, numerically, so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 9464
-# /healthz on METRICS_PORT (worker and relay; served by src/metrics.ts). One-shot commands (migrate,
+# /healthz on METRICS_PORT (worker and relay; served by src/observability/metrics.ts). One-shot commands (migrate,
 # client) end long before the start period does. No curl or wget in the slim image: node asks.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

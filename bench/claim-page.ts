@@ -9,7 +9,7 @@ import { DUE_DOCUMENT_SQL, type CandidateWindow } from '../src/db/candidates';
 import type { Queryable } from '../src/db/pool';
 import type { PageCursor } from '../src/db/candidates';
 import { claimCtes } from '../src/db/reminders';
-import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../src/names';
+import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../src/domain/names';
 
 export interface ClaimPageResult {
   documentCount: number;

@@ -34,9 +34,9 @@ import { runMigrations } from '../src/db/migrate';
 import { createPool, withTransaction, type Queryable } from '../src/db/pool';
 import { claimOwners } from '../src/db/reminders';
 import type { CycleResult } from '../src/domain/cycle';
-import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
-import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../src/stack';
-import { createDatabase, databaseUrl } from '../src/stack/postgres';
+import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/domain/names';
+import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from './stack';
+import { createDatabase, databaseUrl } from './stack/postgres';
 
 const WORKLOADS: Record<string, { documents: number; owners: number; due: number; dueOwners: number }> = {
   smoke: { documents: 1_500, owners: 600, due: 500, dueOwners: 200 },

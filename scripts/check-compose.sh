@@ -14,7 +14,7 @@
 #      METRICS_PORT those services are given; Grafana's datasource points at the prometheus service
 #    - bind-mounted files exist
 #    - long-running services have a health check, one-shot jobs do not restart
-#    - the Temporal dev server registers exactly the search attributes of src/search-attributes.ts
+#    - the Temporal dev server registers exactly the search attributes of src/domain/search-attributes.ts
 #    - the Kafka image is the release of ops/kafka/pom.xml
 # docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
 # package is installed (it also brings python3-yaml, which step 4 uses).
@@ -253,13 +253,13 @@ for name, svc in services.items():
             problems.append(f"{name}: waits for {dep} to be healthy, but {dep} has no health check")
 
 # Search attributes of the dev server = the cycle's.
-sa_src = open("src/search-attributes.ts").read()
+sa_src = open("src/domain/search-attributes.ts").read()
 cycle_keys = re.search(r"CYCLE_SEARCH_ATTRIBUTES = \[([^\]]*)\]", sa_src).group(1).replace(" ", "").split(",")
 wanted = {}
 for const in filter(None, cycle_keys):
     m = re.search(rf"export const {const} = defineSearchAttributeKey\('(\w+)', SearchAttributeType\.(\w+)\)", sa_src)
     if not m:
-        problems.append(f"cannot read search attribute {const} in src/search-attributes.ts")
+        problems.append(f"cannot read search attribute {const} in src/domain/search-attributes.ts")
         continue
     wanted[m.group(1)] = m.group(2).lower()
 cmd = services["temporal"].get("command") or []
@@ -272,7 +272,7 @@ for i, arg in enumerate(cmd):
         key, _, typ = value.partition("=")
         given[key] = typ.lower()
 if given != wanted:
-    problems.append(f"temporal: --search-attribute {given} differ from src/search-attributes.ts {wanted}")
+    problems.append(f"temporal: --search-attribute {given} differ from src/domain/search-attributes.ts {wanted}")
 notes.append(f"Temporal registers {', '.join(sorted(given))}")
 
 # Kafka release = the local stack's.

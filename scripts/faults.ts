@@ -22,10 +22,10 @@ import { countDueDocuments } from '../src/db/candidates';
 import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import type { CycleInput, CycleResult } from '../src/domain/cycle';
-import { RELAY_ROLE, WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
-import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../src/stack';
-import { consumeUntil } from '../src/stack/consume';
-import { createDatabase, databaseUrl } from '../src/stack/postgres';
+import { RELAY_ROLE, WORKER_ROLE, WORKFLOW_TYPE } from '../src/domain/names';
+import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from './stack';
+import { consumeUntil } from './stack/consume';
+import { createDatabase, databaseUrl } from './stack/postgres';
 import type { Proxy } from 'toxiproxy-node-client';
 import { startToxiproxy } from './toxiproxy';
 

@@ -47,11 +47,11 @@ import type { CycleInput, CycleResult } from '../src/domain/cycle';
 import { addDays } from '../src/domain/thresholds';
 import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
-import { createLogger } from '../src/logger';
-import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/names';
-import { LOCAL_ROLE_PASSWORDS, startStack } from '../src/stack';
-import { createDatabase, databaseUrl } from '../src/stack/postgres';
-import { createWorker } from '../src/worker';
+import { createLogger } from '../src/observability/logger';
+import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/domain/names';
+import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
+import { createDatabase, databaseUrl } from './stack/postgres';
+import { createWorker } from '../src/temporal/worker';
 import { insertDocuments, rejectOwner } from '../test/support/data';
 
 type History = temporal.api.history.v1.IHistory;
@@ -409,7 +409,10 @@ function checkoutSource(rev: string, log: (line: string) => void): { dir: string
   log(`recording with the worker of ${rev} (${sha.slice(0, 12)})`);
   /* eslint-disable @typescript-eslint/no-require-imports -- modules of another revision, found at run time */
   const modules: WorkerModules = {
-    createWorker: require(path.join(dir, 'src', 'worker.ts')).createWorker,
+    // The worker factory moved from src/worker.ts to src/temporal/worker.ts; older revisions have the former.
+    createWorker: require(
+      fs.existsSync(path.join(dir, 'src', 'temporal', 'worker.ts')) ? path.join(dir, 'src', 'temporal', 'worker.ts') : path.join(dir, 'src', 'worker.ts'),
+    ).createWorker,
     loadConfig: require(path.join(dir, 'src', 'config.ts')).loadConfig,
   };
   /* eslint-enable @typescript-eslint/no-require-imports */

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Toxiproxy, type Proxy } from 'toxiproxy-node-client';
-import { freePort } from '../src/ports';
+import { freePort } from '../src/observability/ports';
 
 export const TOXIPROXY_MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0';
 

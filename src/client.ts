@@ -5,11 +5,11 @@
 import crypto from 'node:crypto';
 import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { CONFIG_EXIT_CODE, ConfigError, exitOnConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadConfig, type Config } from './config';
 import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
-import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './names';
-import { listCycles, previewCycleCommand } from './operations';
+import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './domain/names';
+import { listCycles, previewCycleCommand } from './operations/cycles';
 import {
   applySchedule,
   backfillSchedule,
@@ -19,9 +19,10 @@ import {
   pauseSchedule,
   triggerSchedule,
   unpauseSchedule,
-} from './schedule';
-import { temporalConnectionOptions } from './temporal';
-import { manualCycleMetadata } from './ui-metadata';
+} from './operations/schedule';
+import { temporalConnectionOptions } from './temporal/connection';
+import { manualCycleMetadata } from './temporal/ui-metadata';
+import { EXIT_CODES, runMain, UnavailableError } from './run-main';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
 async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
@@ -231,20 +232,18 @@ export function buildProgram(config: () => Config): Command {
 }
 
 async function main(): Promise<void> {
-  const config = () => exitOnConfigError(() => loadConfig());
-  await buildProgram(config).parseAsync(process.argv);
+  await buildProgram(() => loadConfig()).parseAsync(process.argv);
 }
 
 if (require.main === module) {
-  main().catch((err: Error) => {
+  runMain('client', main, (err) => {
     // Commander has already printed its usage message (or the help).
-    if (err instanceof CommanderError) process.exit(err.exitCode);
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(CONFIG_EXIT_CODE);
+    if (err instanceof CommanderError) return { code: err.exitCode, message: '' };
+    if (err instanceof WorkflowFailedError) {
+      const cause = err.cause ? `: ${err.cause.message}` : '';
+      return { code: EXIT_CODES.failure, message: `error: ${err.message}${cause}` };
     }
-    const cause = err instanceof WorkflowFailedError && err.cause ? `: ${err.cause.message}` : '';
-    process.stderr.write(`error: ${err.message}${cause}\n`);
-    process.exit(1);
+    if (err instanceof ConfigError || err instanceof UnavailableError || !(err instanceof Error)) return undefined;
+    return { code: EXIT_CODES.failure, message: `error: ${err.message}` };
   });
 }

@@ -7,7 +7,7 @@ import ms from 'ms';
 import { z } from 'zod';
 import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, type CycleDefaults } from './domain/cycle';
 import { parseThresholdList, thresholdProblems } from './domain/thresholds';
-import { TASK_QUEUE } from './names';
+import { TASK_QUEUE } from './domain/names';
 
 /** Validated configuration of every entry point. */
 export interface Config {
@@ -101,9 +101,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
-
-/** The exit code of a process stopped by bad configuration (sysexits EX_CONFIG). */
-export const CONFIG_EXIT_CODE = 78;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -359,20 +356,4 @@ export function requireDatabaseUrl(config: Config, purpose: 'worker' | 'migrate'
     ]);
   }
   return url;
-}
-
-/**
- * Runs an entry point's start-up, turning a ConfigError into a readable message and exit code 78.
- * Anything else is re-thrown for the entry point to handle.
- */
-export function exitOnConfigError<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(CONFIG_EXIT_CODE);
-    }
-    throw err;
-  }
 }

@@ -2,21 +2,20 @@
  * `npm run relay`: publishes the outbox to Kafka until SIGINT/SIGTERM, then finishes the batch in
  * flight and closes the producer and the pool. Connects as the `outbox_relay` role (DATABASE_URL).
  */
-import { exitOnConfigError, loadConfig, redactUrl, requireDatabaseUrl } from './config';
+import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
 import { outboxBacklog } from './db/outbox';
 import { createPool } from './db/pool';
-import { createKafka } from './kafka';
-import { createLogger } from './logger';
-import { createRelayMetrics, startMetricsServer } from './metrics';
-import { TOPIC } from './names';
+import { createKafka } from './relay/kafka';
+import { createLogger } from './observability/logger';
+import { createRelayMetrics, startMetricsServer } from './observability/metrics';
+import { TOPIC } from './domain/names';
+import { runMain } from './run-main';
 import { OutboxRelay } from './relay/outbox-relay';
-import { createTracing } from './tracing';
+import { createTracing } from './observability/tracing';
 
 async function main(): Promise<void> {
-  const { config, databaseUrl } = exitOnConfigError(() => {
-    const config = loadConfig();
-    return { config, databaseUrl: requireDatabaseUrl(config, 'worker') };
-  });
+  const config = loadConfig();
+  const databaseUrl = requireDatabaseUrl(config, 'worker');
   const logger = createLogger(config.logLevel);
   const pool = createPool(
     { connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' },
@@ -67,7 +66,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: Error) => {
-  process.stderr.write(`relay failed: ${redactUrl(err.stack ?? err.message)}\n`);
-  process.exit(1);
-});
+runMain('relay', main);

@@ -12,9 +12,9 @@ import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
 import { withTransaction } from '../db/pool';
 import { claimOwners, deleteExpiredMarkers, type OwnerClaim } from '../db/reminders';
-import type { Logger } from '../logger';
-import type { WorkerMetrics } from '../metrics';
-import { currentTraceparent } from '../tracing';
+import type { Logger } from '../observability/logger';
+import type { WorkerMetrics } from '../observability/metrics';
+import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 
 export interface ActivityDeps {

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import pg from 'pg';
 import { migrate } from 'postgres-migrations';
-import { RELAY_ROLE, WORKER_ROLE } from '../names';
+import { RELAY_ROLE, WORKER_ROLE } from '../domain/names';
 
 /** Where the numbered `.sql` files live (the same from `src/` under tsx and from `dist/`). */
 export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');

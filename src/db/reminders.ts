@@ -1,5 +1,5 @@
 /** SPEC §3.2 and §3.3: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
-import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../names';
+import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
 import { CURRENT_THRESHOLD_SQL, IN_WINDOW_SQL, NOT_REMINDED_SQL, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
 

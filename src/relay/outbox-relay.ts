@@ -16,11 +16,11 @@ import {
   type OutboxMessage,
 } from '../db/outbox';
 import { withTransaction } from '../db/pool';
-import { ensureTopic, toKafkaMessage } from '../kafka';
-import type { Logger } from '../logger';
-import type { RelayMetrics } from '../metrics';
-import { TOPIC } from '../names';
-import { contextFromTraceparent } from '../tracing';
+import { ensureTopic, toKafkaMessage } from './kafka';
+import type { Logger } from '../observability/logger';
+import type { RelayMetrics } from '../observability/metrics';
+import { TOPIC } from '../domain/names';
+import { contextFromTraceparent } from '../observability/tracing';
 
 export interface RelayDeps {
   pool: pg.Pool;

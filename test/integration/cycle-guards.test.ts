@@ -8,7 +8,7 @@ import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporal
 import type { CycleResult } from '../../src/domain/cycle';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
-import { WORKFLOW_TYPE } from '../../src/names';
+import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
 import {

@@ -9,7 +9,7 @@ import { countDueDocuments, selectCandidatePage, type CandidateWindow } from '..
 import { withTransaction } from '../../src/db/pool';
 import { claimOwners, deleteExpiredMarkers } from '../../src/db/reminders';
 import { addDays, crossedThresholds, currentThreshold, daysBetween } from '../../src/domain/thresholds';
-import { previewCycle } from '../../src/operations';
+import { previewCycle } from '../../src/operations/cycles';
 import { insertDocuments } from '../support/data';
 import { createTestDatabase, resetData, type TestDatabase } from '../support/stack';
 

@@ -8,8 +8,8 @@ jest.setTimeout(300_000); // the first run resolves the broker's jars from Maven
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Kafka, logLevel, Partitioners, type IHeaders, type Producer } from 'kafkajs';
-import { TOPIC } from '../../src/names';
-import { createTopic, KAFKA_VERSION, startKafka, type KafkaBroker } from '../../src/stack/kafka';
+import { TOPIC } from '../../src/domain/names';
+import { createTopic, KAFKA_VERSION, startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
 
 interface Received {
   partition: number;

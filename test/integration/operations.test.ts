@@ -9,8 +9,8 @@ import { buildProgram } from '../../src/client';
 import type { Config } from '../../src/config';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
-import { withReadOnlySnapshot, type CyclePreview, type CycleStatusRow } from '../../src/operations';
-import type { BackfillReport, ScheduleReport } from '../../src/schedule';
+import { withReadOnlySnapshot, type CyclePreview, type CycleStatusRow } from '../../src/operations/cycles';
+import type { BackfillReport, ScheduleReport } from '../../src/operations/schedule';
 import { documentsFingerprint, insertDocuments, markers, outbox } from '../support/data';
 import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
 

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { Worker } from '@temporalio/worker';
 import { historyFromFixtureJSON, recordHistories } from '../../scripts/record-histories';
-import { createTracing } from '../../src/tracing';
-import { cycleSinks } from '../../src/worker';
+import { createTracing } from '../../src/observability/tracing';
+import { cycleSinks } from '../../src/temporal/worker';
 
 function required(name: string): string {
   const value = process.env[name];

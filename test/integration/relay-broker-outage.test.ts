@@ -7,13 +7,13 @@ import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
-import { createKafka } from '../../src/kafka';
+import { createKafka } from '../../src/relay/kafka';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
-import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
-import { startKafka, type KafkaBroker } from '../../src/stack/kafka';
-import { databaseUrl } from '../../src/stack/postgres';
+import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
+import { startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
+import { databaseUrl } from '../../scripts/stack/postgres';
 import { insertDocuments, outbox } from '../support/data';
-import { consumeUntil } from '../../src/stack/consume';
+import { consumeUntil } from '../../scripts/stack/consume';
 import { CapturedLogs, connectClient, createTestDatabase, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
 import { waitFor } from '../support/wait';
 

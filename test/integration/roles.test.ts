@@ -1,8 +1,8 @@
 /** Least privilege (SPEC §2.4) and migrations, checked against the real server. */
 import pg from 'pg';
 import { runMigrations } from '../../src/db/migrate';
-import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
-import { databaseUrl } from '../../src/stack/postgres';
+import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
+import { databaseUrl } from '../../scripts/stack/postgres';
 import { insertDocuments } from '../support/data';
 import { createTestDatabase, type TestDatabase } from '../support/stack';
 

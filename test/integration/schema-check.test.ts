@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { createPool } from '../../src/db/pool';
 import { workerSchemaProblems } from '../../src/db/schema-check';
-import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
-import { createDatabase, databaseUrl } from '../../src/stack/postgres';
+import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
+import { createDatabase, databaseUrl } from '../../scripts/stack/postgres';
 import { createTestDatabase, type TestDatabase } from '../support/stack';
 
 let db: TestDatabase;

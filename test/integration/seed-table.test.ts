@@ -6,9 +6,9 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays } from '../../src/domain/thresholds';
-import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/names';
+import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
 import { countDueDocuments } from '../../src/db/candidates';
-import { previewCycle } from '../../src/operations';
+import { previewCycle } from '../../src/operations/cycles';
 import { documentsFingerprint, insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
 import {

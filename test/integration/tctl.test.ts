@@ -16,9 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ScheduleOverlapPolicy, type Client, type ScheduleDescription } from '@temporalio/client';
-import { WORKFLOW_TYPE } from '../../src/names';
-import { ensureSearchAttributes } from '../../src/schedule';
-import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/search-attributes';
+import { WORKFLOW_TYPE } from '../../src/domain/names';
+import { ensureSearchAttributes } from '../../src/operations/schedule';
+import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/domain/search-attributes';
 import { connectClient } from '../support/stack';
 import { eventually } from '../support/wait';
 

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
-import { applySchedule } from '../../src/schedule';
+import { applySchedule } from '../../src/operations/schedule';
 import { insertDocuments, outbox } from '../support/data';
 import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
 import { eventually } from '../support/wait';

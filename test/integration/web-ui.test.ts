@@ -18,8 +18,8 @@ import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { FrameLocator, Page } from 'playwright-core';
 import type { CycleResult } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/thresholds';
-import { SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../../src/names';
-import { scheduledCycleMetadata } from '../../src/ui-metadata';
+import { SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../../src/domain/names';
+import { scheduledCycleMetadata } from '../../src/temporal/ui-metadata';
 import type { documentExpiryReminderCycle } from '../../src/workflows';
 import { chromiumPath, launchBrowser, screenshotWholePage, type HeadlessBrowser } from '../support/browser';
 import { insertDocuments } from '../support/data';
@@ -71,7 +71,7 @@ function uiUrl(): string {
 }
 
 /**
- * Creates a schedule shaped like the real one (src/schedule.ts: same action, metadata and policies) on
+ * Creates a schedule shaped like the real one (src/operations/schedule.ts: same action, metadata and policies) on
  * this file's task queue, triggers it as `schedule trigger` does, and returns the started workflow's id.
  */
 async function triggerScheduledCycle(client: Client): Promise<string> {

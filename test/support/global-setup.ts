@@ -6,14 +6,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildWorkflowBundle } from '../../src/workflow-bundle';
-import { WORKFLOWS_PATH } from '../../src/worker';
+import { buildWorkflowBundle } from '../../src/temporal/workflow-bundle';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 
 const READY = 'STACK_READY ';
 
 function startStackProcess(): Promise<{ child: ChildProcess; env: Record<string, string> }> {
   const root = path.resolve(__dirname, '..', '..');
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'src/stack/cli.ts', '--json'], {
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', '--json'], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -34,7 +34,7 @@ export default async function globalSetup(): Promise<void> {
     (globalThis as { __stack?: ChildProcess }).__stack = child;
     Object.assign(process.env, env);
   }
-  // The bundle production ships (src/workflow-bundle.ts), built once for every test file.
+  // The bundle production ships (src/temporal/workflow-bundle.ts), built once for every test file.
   const code = await buildWorkflowBundle(WORKFLOWS_PATH);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-bundle-'));
   const codePath = path.join(dir, 'workflow-bundle.js');

@@ -5,8 +5,8 @@
  */
 import { loadConfig, requireDatabaseUrl } from '../../src/config';
 import { createPool } from '../../src/db/pool';
-import { createKafka } from '../../src/kafka';
-import { createLogger } from '../../src/logger';
+import { createKafka } from '../../src/relay/kafka';
+import { createLogger } from '../../src/observability/logger';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
 
 async function main(): Promise<void> {
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   });
   // Listen before announcing the start, so a SIGTERM right after the announcement is never missed.
   process.once('SIGTERM', () => {
-    relay.stop().then(() => pool.end()).then(() => process.exit(0));
+    void relay.stop().then(() => pool.end()).then(() => process.exit(0));
   });
   await relay.start();
   process.stdout.write('RELAY_STARTED\n');

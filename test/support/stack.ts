@@ -12,12 +12,12 @@ import { loadConfig, type Config } from '../../src/config';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import { runMigrations } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { REDACTED_PATHS } from '../../src/logger';
-import { WORKFLOW_TYPE } from '../../src/names';
-import { LOCAL_ROLE_PASSWORDS } from '../../src/stack';
-import { createDatabase, databaseUrl } from '../../src/stack/postgres';
-import type { Tracing } from '../../src/tracing';
-import { createWorker } from '../../src/worker';
+import { REDACTED_PATHS } from '../../src/observability/logger';
+import { WORKFLOW_TYPE } from '../../src/domain/names';
+import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
+import { createDatabase, databaseUrl } from '../../scripts/stack/postgres';
+import type { Tracing } from '../../src/observability/tracing';
+import { createWorker } from '../../src/temporal/worker';
 
 function required(name: string): string {
   const value = process.env[name];

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { FIXTURES_DIR, historyFromFixtureJSON, historyWorkflowId } from '../../scripts/record-histories';
-import { createTracing } from '../../src/tracing';
-import { WORKFLOWS_PATH, workflowSideOptions } from '../../src/worker';
+import { createTracing } from '../../src/observability/tracing';
+import { WORKFLOWS_PATH, workflowSideOptions } from '../../src/temporal/worker';
 
 // Bundling the workflow code takes a few seconds per bundle.
 jest.setTimeout(120_000);

@@ -1,5 +1,5 @@
 /** What the Web UI shows for a cycle before it runs: its static summary and details (markdown). */
-import type { Config } from './config';
+import type { Config } from '../config';
 
 /** Summary and details of the cycles the schedule starts (AsOf = each run's action time). */
 export function scheduledCycleMetadata(config: Pick<Config, 'cycle'>): { staticSummary: string; staticDetails: string } {

@@ -1,7 +1,7 @@
 /** Connection settings shared by the worker and the client (address, namespace, TLS or API key). */
 import fs from 'node:fs';
 import type { TLSConfig } from '@temporalio/client';
-import type { Config } from './config';
+import type { Config } from '../config';
 
 /** Options accepted by both `NativeConnection.connect` and `Connection.connect`. */
 export function temporalConnectionOptions(config: Pick<Config, 'temporal'>): {

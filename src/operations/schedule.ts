@@ -10,12 +10,12 @@ import {
 } from '@temporalio/client';
 import { msOptionalToNumber } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { scheduledCycleTimeoutMs, type Config } from './config';
-import { addDays, utcDate } from './domain/thresholds';
-import type { documentExpiryReminderCycle } from './workflows';
-import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from './names';
-import { CYCLE_SEARCH_ATTRIBUTES } from './search-attributes';
-import { scheduledCycleMetadata } from './ui-metadata';
+import { scheduledCycleTimeoutMs, type Config } from '../config';
+import { addDays, utcDate } from '../domain/thresholds';
+import type { documentExpiryReminderCycle } from '../workflows';
+import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../domain/names';
+import { CYCLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { scheduledCycleMetadata } from '../temporal/ui-metadata';
 
 type CycleWorkflow = typeof documentExpiryReminderCycle;
 

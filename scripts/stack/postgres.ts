@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { freePort } from '../ports';
+import { freePort } from '../../src/observability/ports';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */

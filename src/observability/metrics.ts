@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import client from 'prom-client';
-import type { CycleResult, CycleStatus } from './domain/cycle';
+import type { CycleResult, CycleStatus } from '../domain/cycle';
 
 const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];
 export const ERROR_KINDS = ['owner', 'cycle'] as const;

@@ -4,15 +4,15 @@
  * start-up bundling costs seconds and leaves the worker's heap about 150 MB larger for its whole life
  * (bench/REPORT.md, "Worker memory").
  *
- *   node dist/workflow-bundle.js [out]   (default: dist/workflows.bundle.js)
+ *   node dist/temporal/workflow-bundle.js [out]   (default: dist/workflows.bundle.js)
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { OTEL_WORKFLOW_INTERCEPTORS } from './tracing';
+import { OTEL_WORKFLOW_INTERCEPTORS } from '../observability/tracing';
 
 /** Where the compiled worker looks for a bundle built with it (`dist/workflows.bundle.js`). */
-export const PREBUILT_BUNDLE_PATH = path.join(__dirname, 'workflows.bundle.js');
+export const PREBUILT_BUNDLE_PATH = path.join(__dirname, '..', 'workflows.bundle.js');
 
 /** The workflow code the worker runs, with the OpenTelemetry workflow interceptors, as one script. */
 export async function buildWorkflowBundle(workflowsPath: string): Promise<string> {
@@ -36,7 +36,7 @@ export function workflowBundlePath(configured: string | undefined): string | und
 
 if (require.main === module) {
   const out = path.resolve(process.argv[2] ?? PREBUILT_BUNDLE_PATH);
-  buildWorkflowBundle(require.resolve('./workflows'))
+  buildWorkflowBundle(require.resolve('../workflows'))
     .then((code) => {
       fs.writeFileSync(out, code);
       process.stdout.write(`workflow bundle: ${path.relative(process.cwd(), out)} (${Math.round(code.length / 1024)} KiB)\n`);

@@ -4,9 +4,9 @@
  * and `npm run stack`.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { CYCLE_SEARCH_ATTRIBUTES } from '../search-attributes';
+import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
-import { freePort } from '../ports';
+import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
 import { findOrBuildTemporalCli } from './temporal-cli';
 

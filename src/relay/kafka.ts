@@ -1,9 +1,9 @@
 /** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
 import fs from 'node:fs';
 import { Kafka, logLevel as KafkaLogLevel, type Admin, type IHeaders, type KafkaConfig, type Message, type SASLOptions } from 'kafkajs';
-import type { Config } from './config';
-import type { OutboxMessage } from './db/outbox';
-import type { Logger } from './logger';
+import type { Config } from '../config';
+import type { OutboxMessage } from '../db/outbox';
+import type { Logger } from '../observability/logger';
 
 /** A kafkajs client from configuration, logging through pino at WARN and above. */
 export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kafka {

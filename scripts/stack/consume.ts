@@ -1,8 +1,8 @@
 /** Reading the real topic back, as a consumer would (the demo and the tests use it). */
 import crypto from 'node:crypto';
 import { Kafka, logLevel, type IHeaders } from 'kafkajs';
-import { ensureTopic } from '../kafka';
-import { TOPIC } from '../names';
+import { ensureTopic } from '../../src/relay/kafka';
+import { TOPIC } from '../../src/domain/names';
 
 export interface ConsumedMessage {
   partition: number;

@@ -4,14 +4,14 @@
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { requireDatabaseUrl, type Config } from './config';
-import type { CycleResult } from './domain/cycle';
-import { selectCandidatePage, type CandidateWindow, type PageCursor } from './db/candidates';
-import { createPool, withTransaction, type Queryable } from './db/pool';
-import { selectDueDocumentsOfOwners } from './db/preview';
-import type { WonDocument } from './db/reminders';
-import { WORKFLOW_TYPE } from './names';
-import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from './search-attributes';
+import { requireDatabaseUrl, type Config } from '../config';
+import type { CycleResult } from '../domain/cycle';
+import { selectCandidatePage, type CandidateWindow, type PageCursor } from '../db/candidates';
+import { createPool, withTransaction, type Queryable } from '../db/pool';
+import { selectDueDocumentsOfOwners } from '../db/preview';
+import type { WonDocument } from '../db/reminders';
+import { WORKFLOW_TYPE } from '../domain/names';
+import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../domain/search-attributes';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
 export interface PreviewOwner {

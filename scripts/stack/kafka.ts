@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { ensureTopic } from '../kafka';
-import { freePort } from '../ports';
+import { ensureTopic } from '../../src/relay/kafka';
+import { freePort } from '../../src/observability/ports';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');
@@ -170,7 +170,7 @@ export interface KafkaOptions {
 
 function serverProperties(dataDir: string, port: number, controllerPort: number): string {
   return [
-    '# Written by src/stack/kafka.ts: a single KRaft node, broker and controller in one process.',
+    '# Written by scripts/stack/kafka.ts: a single KRaft node, broker and controller in one process.',
     'process.roles=broker,controller',
     'node.id=1',
     `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
