@@ -1,30 +1,148 @@
 /**
- * `npm run stack`: starts the local stack and keeps it up until Ctrl-C, printing the variables that
- * point the worker, the client and the tests at it. With `--json` it prints one `STACK_READY {…}` line
- * instead (the test runner reads it).
+ * `npm run stack`: the local stack for a shell. stdout carries only `export` lines, so both of these work:
+ *
+ *   npm run stack                  in a terminal: starts it in the foreground; Ctrl-C stops it
+ *   eval "$(npm run -s stack)"     starts it in the background and sets the variables in this shell;
+ *                                  `npm run -s stack -- stop` stops it (STACK_PID names it)
+ *
+ * Every progress and server line goes to stderr (the background stack's to its log file). With `--json`
+ * stdout carries one `STACK_READY {…}` line and the stack lives as long as its stdin (the test runner's
+ * link); `--foreground` and `--background` override the choice made from whether stdout is a terminal.
  */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startStack } from './index';
 
-async function main(): Promise<void> {
-  const json = process.argv.includes('--json');
+const STATE_DIR = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'stack');
+/** The newest background stack, for `stop` when STACK_PID is not in the environment. */
+const PID_FILE = path.join(STATE_DIR, 'stack.pid');
+const READY = 'STACK_READY ';
+
+const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
+const exportLines = (env: Record<string, string>) =>
+  Object.entries(env)
+    .map(([k, v]) => `export ${k}=${shellQuote(v)}\n`)
+    .join('');
+
+/** Runs the stack in this process until a signal (or, with `json`, until stdin ends). */
+async function serve(mode: 'json' | 'foreground' | 'daemon'): Promise<void> {
   const stack = await startStack({ log: (line) => process.stderr.write(`[stack] ${line}\n`) });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     await stack.stop().catch((err: Error) => process.stderr.write(`[stack] stop failed: ${err.message}\n`));
+    if (mode === 'daemon' && readPid(PID_FILE) === process.pid) fs.rmSync(PID_FILE, { force: true });
     process.exit(0);
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
-  // The test runner holds our stdin; when it goes away, so does the stack.
-  if (json) process.stdin.on('end', stop).resume();
-  if (json) {
-    process.stdout.write(`STACK_READY ${JSON.stringify(stack.env)}\n`);
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+  if (mode === 'json') {
+    // The test runner holds our stdin; when it goes away, so does the stack.
+    process.stdin.on('end', () => void stop()).resume();
+    process.stdout.write(`${READY}${JSON.stringify(stack.env)}\n`);
+  } else if (mode === 'daemon') {
+    // The launching process reads this one line and exits; a stray write after it must not kill us.
+    process.stdout.on('error', () => {});
+    process.stdout.write(`${READY}${JSON.stringify({ ...stack.env, STACK_PID: String(process.pid) })}\n`);
   } else {
-    for (const [k, v] of Object.entries(stack.env)) process.stdout.write(`export ${k}='${v}'\n`);
-    process.stdout.write('# stack is up; Ctrl-C stops it\n');
+    process.stdout.write(exportLines(stack.env));
+    process.stderr.write('[stack] up; Ctrl-C stops it\n');
   }
+}
+
+function readPid(file: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts the stack as a detached process whose output goes to a log file, copies that log to stderr
+ * until the stack is ready, then prints the export lines and returns, leaving the stack running.
+ */
+async function launchInBackground(): Promise<void> {
+  fs.mkdirSync(STATE_DIR, { recursive: true });
+  const logFile = path.join(STATE_DIR, `stack-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+  const logFd = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), __filename, '--daemon'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', logFd],
+    cwd: path.resolve(__dirname, '..', '..'),
+  });
+  fs.closeSync(logFd);
+  const childOut = child.stdout;
+  if (!childOut) throw new Error('spawned the stack without a stdout pipe');
+  let copied = 0;
+  const copyLog = () => {
+    const text = fs.readFileSync(logFile, 'utf8');
+    process.stderr.write(text.slice(copied));
+    copied = text.length;
+  };
+  const tail = setInterval(copyLog, 250);
+  try {
+    const env = await new Promise<Record<string, string>>((resolve, reject) => {
+      let out = '';
+      childOut.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        const line = out.split('\n').find((l) => l.startsWith(READY));
+        if (line) resolve(JSON.parse(line.slice(READY.length)) as Record<string, string>);
+      });
+      child.once('exit', (code, signal) => reject(new Error(`the stack exited before it was ready (${signal ?? `exit ${code}`}); log: ${logFile}`)));
+    });
+    fs.writeFileSync(PID_FILE, `${env.STACK_PID}\n`);
+    copyLog();
+    process.stdout.write(exportLines(env));
+    process.stderr.write(`[stack] up in the background (pid ${env.STACK_PID}, log ${logFile}); stop it with: npm run -s stack -- stop\n`);
+  } finally {
+    clearInterval(tail);
+    childOut.destroy();
+    child.unref();
+  }
+}
+
+/** Stops the background stack named by STACK_PID, or else the newest one, and waits until it is gone. */
+async function stopBackground(): Promise<void> {
+  const pid = Number(process.env.STACK_PID) || readPid(PID_FILE);
+  if (!pid || !alive(pid)) {
+    process.stderr.write('[stack] no background stack is running (STACK_PID unset or gone, no live pid file)\n');
+    fs.rmSync(PID_FILE, { force: true });
+    return;
+  }
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 60_000;
+  while (alive(pid)) {
+    if (Date.now() > deadline) throw new Error(`the stack (pid ${pid}) did not stop within 60 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  process.stderr.write(`[stack] stopped (pid ${pid})\n`);
+  process.stdout.write('unset STACK_PID STACK_DATABASE_ADMIN_URL TEMPORAL_ADDRESS TEMPORAL_NAMESPACE KAFKA_BROKERS TEMPORAL_CLI_PATH TEMPORAL_UI_URL\n');
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const known = ['--json', '--daemon', '--foreground', '--background', 'stop'];
+  const unknown = args.filter((a) => !known.includes(a));
+  if (unknown.length > 0) throw new Error(`unknown argument ${unknown.join(' ')}; usage: npm run stack [-- --foreground|--background|--json|stop]`);
+  if (args.includes('stop')) return stopBackground();
+  if (args.includes('--json')) return serve('json');
+  if (args.includes('--daemon')) return serve('daemon');
+  const background = args.includes('--background') || (!args.includes('--foreground') && !process.stdout.isTTY);
+  return background ? launchInBackground() : serve('foreground');
 }
 
 main().catch((err: Error) => {

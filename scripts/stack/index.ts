@@ -8,7 +8,7 @@ import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
-import { findOrBuildTemporalCli } from './temporal-cli';
+import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 
 /** Passwords the local stack gives the two roles (local only; production sets its own). */
 export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'local-relay-password' };
@@ -68,7 +68,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const startTemporal = () =>
       TestWorkflowEnvironment.createLocal({
         server: {
-          executable: cliPath ? { type: 'existing-path', path: cliPath } : { type: 'cached-download' },
+          executable: cliPath ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) } : { type: 'cached-download' },
           ip: '127.0.0.1',
           port,
           ui: uiPort !== undefined,

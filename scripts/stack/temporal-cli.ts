@@ -56,11 +56,31 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
   const built = executable(path.join(binDir, 'temporal'));
   if (built) return built;
   log(`building the Temporal CLI: go install ${TEMPORAL_CLI_MODULE} (first run only, a few minutes)`);
-  const res = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], { stdio: ['ignore', 'inherit', 'inherit'] });
+  // stdout belongs to the caller (`npm run stack` prints only export lines there); Go reports on stderr.
+  const res = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], { stdio: ['ignore', process.stderr, 'inherit'] });
   if (res.status !== 0) {
     throw new Error(
       `go install ${TEMPORAL_CLI_MODULE} failed (exit ${res.status}); set TEMPORAL_CLI_PATH to an existing temporal binary`,
     );
   }
   return executable(path.join(binDir, 'temporal'));
+}
+
+/**
+ * A launcher for `cliPath` whose stdout goes to stderr. The SDK starts the dev server with our stdout,
+ * where it prints its banner; `npm run stack` promises only `export` lines there, so that
+ * `eval "$(npm run -s stack)"` works. The launcher lives in the cache, one per binary.
+ */
+export function stdoutToStderrLauncher(cliPath: string): string {
+  const dir = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'launchers');
+  const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}.sh`;
+  const file = path.join(dir, name);
+  const script = `#!/bin/sh\nexec '${cliPath.replace(/'/g, `'\\''`)}' "$@" 1>&2\n`;
+  if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== script) {
+    fs.mkdirSync(dir, { recursive: true });
+    const tmp = `${file}.${process.pid}`;
+    fs.writeFileSync(tmp, script, { mode: 0o755 });
+    fs.renameSync(tmp, file);
+  }
+  return file;
 }
