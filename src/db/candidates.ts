@@ -36,7 +36,7 @@ export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds:
 /**
  * The window half of "due" on document alias `doc`: active, not deleted, and
  * `AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`. The lower bound is the prune's, so a
- * document whose markers were pruned is never scanned again (docs/DESIGN.md, resolution 1).
+ * document whose markers were pruned is never scanned again (docs/DESIGN.md#resolutions, resolution 1).
  */
 export const IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
   `${doc}.expires_at is not null

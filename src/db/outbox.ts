@@ -1,4 +1,4 @@
-/** The relay's statements on `profile.outbox_messages` (SPEC §2.3); it connects as `outbox_relay`. */
+/** The relay's statements on `profile.outbox_messages` (docs/DESIGN.md#tables); it connects as `outbox_relay`. */
 import type { Queryable } from './pool';
 
 /** The channel the outbox trigger notifies on commit. */

@@ -1,4 +1,4 @@
-/** SPEC §3.2 and §3.3: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
+/** docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
 import { CURRENT_THRESHOLD_SQL, IN_WINDOW_SQL, NOT_REMINDED_SQL, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
@@ -144,7 +144,7 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
 };
 
 /**
- * SPEC §3.2 for a set of owners, as ONE statement (run it in one transaction):
+ * docs/DESIGN.md#owner-transaction for a set of owners, as ONE statement (run it in one transaction):
  * 1. takes each owner's transaction-scoped advisory lock without waiting; an owner another transaction
  *    holds right now (a parallel instance, or this cycle's own second look) is reported busy and left
  *    alone, as the seed skips rows locked by a parallel instance;

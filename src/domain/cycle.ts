@@ -1,5 +1,5 @@
 /**
- * The cycle's contracts (SPEC §3.4, §5): workflow input, resolved settings, the result, and the pure
+ * The cycle's contracts (docs/DESIGN.md#result, #names): workflow input, resolved settings, the result, and the pure
  * rules that merge a run's overrides into the worker's defaults. Shared by workflow and activity code,
  * so nothing here may touch Node APIs.
  */

@@ -1,5 +1,5 @@
 /**
- * The names other systems and operators rely on (SPEC §4, §5). Everything that talks to Temporal, Kafka
+ * The names other systems and operators rely on (docs/DESIGN.md#event, #names). Everything that talks to Temporal, Kafka
  * or the outbox takes its names from here, so a rename is one edit.
  */
 export const TASK_QUEUE = 'document-expiry-reminder';

@@ -1,5 +1,5 @@
 /**
- * Pure date and threshold arithmetic of SPEC §3. No I/O and no Node APIs: the workflow bundle, the
+ * Pure date and threshold arithmetic of the cycle rules (docs/DESIGN.md#cycle-rules). No I/O and no Node APIs: the workflow bundle, the
  * configuration module and the SQL layer all share it.
  */
 

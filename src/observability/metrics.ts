@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (SPEC §6) with prom-client, and the `/metrics` endpoint the worker and the relay
+ * Prometheus metrics (docs/DESIGN.md#observability) with prom-client, and the `/metrics` endpoint the worker and the relay
  * serve. The Temporal SDK's own worker metrics come from its Rust core's exporter on a loopback port and
  * are appended to the same page, so one scrape target carries both.
  */

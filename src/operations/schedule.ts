@@ -1,4 +1,4 @@
-/** The Temporal Schedule that starts one cycle per polling interval (SPEC §5), and what operators do with it. */
+/** The Temporal Schedule that starts one cycle per polling interval (docs/DESIGN.md#names), and what operators do with it. */
 import {
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,

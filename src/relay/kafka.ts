@@ -54,7 +54,7 @@ export async function ensureTopic(admin: Admin, topic: string, partitions: numbe
   throw new Error(`topic ${topic} has partitions without a leader after 10 s`);
 }
 
-/** SPEC §4 headers: what a consumer needs to route and deduplicate without parsing the value. */
+/** docs/DESIGN.md#event headers: what a consumer needs to route and deduplicate without parsing the value. */
 export function messageHeaders(row: OutboxMessage): IHeaders {
   return {
     eventType: row.event_type,

@@ -1,5 +1,5 @@
 /**
- * The cycle beyond the seed's table: both resolutions of SPEC §3, continue-as-new, owners split across
+ * The cycle beyond the seed's table: both resolutions (docs/DESIGN.md#resolutions), continue-as-new, owners split across
  * pages, the time limit, failing owners and invalid input.
  */
 import crypto from 'node:crypto';

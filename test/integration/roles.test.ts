@@ -1,4 +1,4 @@
-/** Least privilege (SPEC §2.4) and migrations, checked against the real server. */
+/** Least privilege (docs/DESIGN.md#roles) and migrations, checked against the real server. */
 import pg from 'pg';
 import { runMigrations } from '../../src/db/migrate';
 import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';

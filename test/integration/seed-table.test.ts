@@ -1,5 +1,5 @@
 /**
- * The seed's test table (SPEC §7), one named test per row, each running the real workflow on the
+ * The seed's test table (docs/DESIGN.md#tests), one named test per row, each running the real workflow on the
  * real dev server against real PostgreSQL and checking the ledger and the outbox.
  */
 import crypto from 'node:crypto';

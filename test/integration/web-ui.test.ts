@@ -112,7 +112,7 @@ function markdownUnder(page: Page, heading: string): FrameLocator {
 }
 
 test('the Web UI shows the latest scheduled cycle with its summary, outcome and owner activities', async () => {
-  chromiumPath(); // fails at once, saying to run scripts/install-chromium.sh, when there is no browser
+  await chromiumPath(); // fails at once, saying what is missing, when there is no browser
   const asOfDate = utcDate(new Date());
   const seeded = await insertDocuments(db.admin, asOfDate, [{ daysLeft: 30 }, { daysLeft: 7 }, { daysLeft: 0 }]);
   const owners = seeded.map((d) => d.ownerUserId);

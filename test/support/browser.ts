@@ -1,7 +1,9 @@
 /**
- * Headless Chromium for tests that look at a page the way a person does: playwright-core driving
- * Debian's `chromium` (playwright-core never downloads a browser; `scripts/install-chromium.sh`
- * installs the package). CHROMIUM_PATH names another binary.
+ * Headless Chromium for tests that look at a page the way a person does: playwright-core driving a
+ * Chromium that `npm ci` already brought. playwright-core never downloads a browser (the network here
+ * reaches package registries only), so the browser is, in this order: CHROMIUM_PATH, Debian's
+ * `chromium` when installed, else the headless build inside the `@sparticuz/chromium` dev dependency,
+ * unpacked on first use into the temp folder (it carries its own libraries and runs as any user).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -9,6 +11,13 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+
+/**
+ * The package is ESM with a CommonJS build; its types describe the ESM side only, so this file (CommonJS,
+ * like the rest of the tests) loads the CommonJS build with the one function it uses.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const sparticuz = require('@sparticuz/chromium') as { executablePath(): Promise<string> };
 
 /**
  * Flags for a closed network: without the background-networking ones Chromium keeps dialing out
@@ -27,19 +36,30 @@ export const CHROMIUM_ARGS = [
   '--disable-dev-shm-usage',
 ];
 
-/** The browser binary to use, or an error that says how to get it (the test fails; it never skips). */
-export function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  const candidate = fromEnv || DEFAULT_CHROMIUM_PATH;
+function isExecutable(file: string): boolean {
   try {
-    fs.accessSync(candidate, fs.constants.X_OK);
-    return candidate;
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
   } catch {
+    return false;
+  }
+}
+
+/** The browser binary to use, or an error that says what is wrong (the test fails; it never skips). */
+export async function chromiumPath(): Promise<string> {
+  const fromEnv = process.env.CHROMIUM_PATH;
+  if (fromEnv) {
+    if (isExecutable(fromEnv)) return fromEnv;
+    throw new Error(`CHROMIUM_PATH=${fromEnv} is not an executable file; unset it or point it at a Chromium binary`);
+  }
+  if (isExecutable(DEFAULT_CHROMIUM_PATH)) return DEFAULT_CHROMIUM_PATH;
+  try {
+    // Sets LD_LIBRARY_PATH in this process for the libraries it unpacks; the browser inherits it.
+    return await sparticuz.executablePath();
+  } catch (err) {
     throw new Error(
-      fromEnv
-        ? `CHROMIUM_PATH=${fromEnv} is not an executable file; unset it or point it at a Chromium binary`
-        : `No Chromium at ${DEFAULT_CHROMIUM_PATH}: run \`bash scripts/install-chromium.sh\` ` +
-            '(installs Debian\'s chromium package; needs root), or set CHROMIUM_PATH to a Chromium binary',
+      `No Chromium: none at ${DEFAULT_CHROMIUM_PATH}, and @sparticuz/chromium could not unpack its own ` +
+        `(${(err as Error).message}). Run npm ci, install Debian's chromium, or set CHROMIUM_PATH.`,
     );
   }
 }
@@ -55,7 +75,7 @@ export interface HeadlessBrowser {
 export async function launchBrowser(
   options: { viewport?: { width: number; height: number }; timeoutMs?: number } = {},
 ): Promise<HeadlessBrowser> {
-  const executablePath = chromiumPath();
+  const executablePath = await chromiumPath();
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-chromium-'));
   let context: BrowserContext;
   try {
