@@ -10,13 +10,16 @@ import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
 import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './domain/names';
 import { listCycles, previewCycleCommand } from './operations/cycles';
+import { resultWithProgress } from './operations/progress';
 import {
   applySchedule,
   backfillSchedule,
+  cycleStartedBy,
   deleteSchedule,
   describeSchedule,
   ensureSearchAttributes,
   pauseSchedule,
+  scheduleActionIds,
   triggerSchedule,
   unpauseSchedule,
 } from './operations/schedule';
@@ -105,7 +108,7 @@ export async function runCycleCommand(
   });
   const ids = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
   if (!options.wait) return ids;
-  return { ...ids, result: (await handle.result()) as CycleResult };
+  return { ...ids, result: await resultWithProgress(handle) };
 }
 
 /** The command tree; exported so tests can drive it in-process. */
@@ -165,10 +168,21 @@ export function buildProgram(config: () => Config): Command {
   schedule
     .command('trigger')
     .description('start a cycle now through the schedule (skipped while one is running)')
-    .action(async (_opts: object, cmd: Command) => {
+    .option('--wait', 'wait for the cycle to end (the one started, or the one already running) and print its result; progress on stderr')
+    .action(async (opts: { wait?: boolean }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
-      await withClient(config(), (c) => onSchedule(scheduleId, () => triggerSchedule(c, scheduleId)));
-      print({ scheduleId, triggered: true, overlap: 'skip' });
+      print(
+        await withClient(config(), (c) =>
+          onSchedule(scheduleId, async () => {
+            const before = opts.wait ? await scheduleActionIds(c, scheduleId) : new Set<string>();
+            await triggerSchedule(c, scheduleId);
+            if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
+            const cycle = await cycleStartedBy(c, scheduleId, before);
+            const handle = c.workflow.getHandle(cycle.workflowId, undefined, { firstExecutionRunId: cycle.firstExecutionRunId });
+            return { scheduleId, triggered: true, overlap: 'skip', ...cycle, result: await resultWithProgress(handle) };
+          }),
+        ),
+      );
     });
   schedule
     .command('backfill')

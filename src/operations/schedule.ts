@@ -125,6 +125,37 @@ export async function triggerSchedule(client: Client, scheduleId: string = SCHED
   await client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);
 }
 
+/** The workflow ids the schedule has started or is running, to tell a trigger's cycle from earlier ones. */
+export async function scheduleActionIds(client: Client, scheduleId: string): Promise<Set<string>> {
+  const { info } = await client.schedule.getHandle(scheduleId).describe();
+  return new Set([...info.recentActions.map((a) => a.action.workflow.workflowId), ...info.runningActions.map((a) => a.workflow.workflowId)]);
+}
+
+/**
+ * The cycle a trigger led to, given the action ids from before it (`scheduleActionIds`): the one it
+ * started, or, when a cycle was already running (the skip policy drops the trigger), that one, which does
+ * today's work. Waits up to `timeoutMs` for the schedule to record the new cycle.
+ */
+export async function cycleStartedBy(
+  client: Client,
+  scheduleId: string,
+  before: Set<string>,
+  timeoutMs = 30_000,
+): Promise<{ workflowId: string; firstExecutionRunId: string; skipped: boolean }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { info } = await client.schedule.getHandle(scheduleId).describe();
+    const started = info.recentActions.find((a) => !before.has(a.action.workflow.workflowId))?.action;
+    const running = info.runningActions[0];
+    const action = started ?? (running && before.has(running.workflow.workflowId) ? running : undefined);
+    if (action) {
+      return { workflowId: action.workflow.workflowId, firstExecutionRunId: action.workflow.firstExecutionRunId, skipped: !started };
+    }
+    if (Date.now() > deadline) throw new Error(`schedule ${scheduleId} recorded no cycle within ${timeoutMs / 1000} s of the trigger`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** What `schedule describe` prints: the schedule's definition and what it did and will do. */
 export interface ScheduleReport {
   scheduleId: string;

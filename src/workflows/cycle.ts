@@ -16,6 +16,7 @@ import {
   proxyActivities,
   proxySinks,
   setCurrentDetails,
+  setHandler,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -35,6 +36,7 @@ import {
   type CycleStatus,
 } from '../domain/cycle';
 import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../domain/search-attributes';
+import { cycleProgressQuery } from '../domain/progress';
 import type { CycleSinks } from './sinks';
 
 const { resolveCycleSettings } = proxyActivities<Activities>({
@@ -114,6 +116,8 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const counts: CycleCounts = { ...state.counts };
   const deadline = state.startedAtMs + settings.maxRunDurationMs;
   const progress = () => showProgress(settings, counts, state.runs);
+  // Read by `cycle run --wait` and `schedule trigger --wait`; answering a query records nothing.
+  setHandler(cycleProgressQuery, () => ({ ...counts, asOf: settings.asOf, runs: state.runs }));
 
   otel.trace.getActiveSpan()?.setAttributes({
     correlationId: jobRunId,

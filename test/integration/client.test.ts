@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { buildProgram } from '../../src/client';
+import { resultWithProgress } from '../../src/operations/progress';
 import type { CycleResult } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
@@ -15,17 +16,27 @@ const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
 // A schedule of this file's own: other files run against the same dev server at the same time.
 const scheduleId = `client-test-${crypto.randomBytes(4).toString('hex')}`;
 
+/** What the last `cli` call wrote to stderr. */
+let stderrOfLastCli = '';
+
 /** Runs `npm run client -- …args` in-process and returns what it printed as JSON. */
 async function cli(...args: string[]): Promise<Record<string, unknown>> {
   const out: string[] = [];
+  const err: string[] = [];
   const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
     out.push(String(chunk));
+    return true;
+  });
+  const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    err.push(String(chunk));
     return true;
   });
   try {
     await buildProgram(() => config).parseAsync(['node', 'client', '--schedule-id', scheduleId, ...args]);
   } finally {
     spy.mockRestore();
+    errSpy.mockRestore();
+    stderrOfLastCli = err.join('');
   }
   return JSON.parse(out.join(''));
 }
@@ -87,6 +98,53 @@ test('cycle run --as-of --wait prints the result as JSON', async () => {
       result: expect.objectContaining({ status: 'completed', asOf: '2025-03-01T00:00:00.000Z', remindersSent: 1 }),
     }),
   );
+});
+
+test('schedule trigger --wait prints the cycle it started and its result; stdout stays one JSON document', async () => {
+  await resetData(db);
+  await insertDocuments(db.admin, utcDate(new Date()), [{ daysLeft: 30 }, { daysLeft: 1 }]);
+  await cli('schedule', 'apply');
+
+  const printed = await cli('schedule', 'trigger', '--wait');
+
+  expect(printed).toEqual(
+    expect.objectContaining({
+      triggered: true,
+      skipped: false,
+      workflowId: expect.stringMatching(/^document-expiry-reminder-cycle/),
+      result: expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2 }),
+    }),
+  );
+  expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([printed.workflowId, printed.workflowId]);
+  // Whatever progress was shown went to stderr, as whole lines in this non-terminal run.
+  for (const line of stderrOfLastCli.split('\n').filter(Boolean)) expect(line).toMatch(/^cycle as of \d{4}-\d{2}-\d{2} · page \d+ · owners \d+ done/);
+});
+
+test('the progress line follows a running cycle through its query and never runs ahead of the result', async () => {
+  await resetData(db);
+  const asOf = '2025-06-01';
+  await insertDocuments(db.admin, asOf, Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 31 })));
+  const handle = await temporal.client.workflow.start('documentExpiryReminderCycle', {
+    taskQueue,
+    workflowId: `client-test-progress-${crypto.randomUUID()}`,
+    args: [{ asOf, batchSize: 2, ownerGroupSize: 1, ownerConcurrency: 1 }],
+  });
+  const lines: string[] = [];
+
+  const result = await resultWithProgress(handle, { out: { write: (t: string) => lines.push(t) }, intervalMs: 25 });
+
+  expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 60 }));
+  expect(lines.length).toBeGreaterThan(1);
+  let previous = -1;
+  for (const line of lines) {
+    const m = /^cycle as of 2025-06-01 · page (\d+) · owners (\d+) done, (\d+) failed · (\d+) reminders · \d+ s\n$/.exec(line);
+    expect(m).not.toBeNull();
+    const reminders = Number(m![4]);
+    expect(reminders).toBeGreaterThanOrEqual(previous);
+    expect(reminders).toBeLessThanOrEqual(result.remindersSent);
+    expect(Number(m![2])).toBeLessThanOrEqual(result.ownersProcessed);
+    previous = reminders;
+  }
 });
 
 test('cycle run rejects a malformed --as-of before contacting anything', async () => {

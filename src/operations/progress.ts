@@ -1,0 +1,60 @@
+/**
+ * A live progress line on stderr while the operator waits for a cycle, read through the workflow's
+ * `progress` query (never the database). stdout keeps only the JSON result.
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import type { CycleResult } from '../domain/cycle';
+import { cycleProgressQuery, formatProgress } from '../domain/progress';
+
+/** Where the line goes and how often it is read. */
+export interface ProgressOptions {
+  /** Defaults to process.stderr. */
+  out?: { write(text: string): unknown; isTTY?: boolean };
+  /** How often to ask the workflow (default 2 s). */
+  intervalMs?: number;
+}
+
+/**
+ * Waits for the cycle's result, showing its progress meanwhile. On a terminal the line is redrawn in
+ * place; elsewhere (a log, CI) a line is written each time the progress changes. A query that fails (no
+ * worker polling yet, the run continuing as new) is skipped: the next one will answer.
+ */
+export async function resultWithProgress(handle: WorkflowHandle, options: ProgressOptions = {}): Promise<CycleResult> {
+  const out = options.out ?? process.stderr;
+  const intervalMs = options.intervalMs ?? 2_000;
+  const started = Date.now();
+  let last = '';
+  let drawn = false;
+  let done = false;
+  const show = async () => {
+    try {
+      const progress = await handle.query(cycleProgressQuery);
+      if (done) return;
+      const line = formatProgress(progress, Date.now() - started);
+      const changed = line.replace(/ · \d+ s/, '') !== last.replace(/ · \d+ s/, '');
+      if (out.isTTY) {
+        out.write(`\r\x1b[2K${line}`);
+        drawn = true;
+      } else if (changed) {
+        out.write(`${line}\n`);
+      }
+      last = line;
+    } catch {
+      // Not answerable right now; try again at the next tick.
+    }
+  };
+  // One query at a time, and the last one awaited before returning: the caller closes the connection
+  // next, and a query still retrying on a closed channel would crash the process.
+  let inFlight: Promise<void> = show();
+  const timer = setInterval(() => {
+    inFlight = inFlight.then(show);
+  }, intervalMs);
+  try {
+    return (await handle.result()) as CycleResult;
+  } finally {
+    done = true;
+    clearInterval(timer);
+    await inFlight;
+    if (drawn) out.write('\n');
+  }
+}
