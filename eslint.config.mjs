@@ -3,7 +3,8 @@
 // workflow code must stay deterministic, and it may import activity *types* only.
 import tseslint from 'typescript-eslint';
 
-const WORKFLOW_SAFE = 'Workflow-safe code imports values only from @temporalio/workflow, @temporalio/common, @opentelemetry/api and src/domain (types from anywhere: `import type`).';
+const WORKFLOW_SAFE =
+  'Workflow-safe code imports values only from @temporalio/workflow, @temporalio/common, @opentelemetry/api and src/domain (types from anywhere: `import type`).';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'test-artifacts/', '.record-histories-*/'] },

@@ -90,7 +90,9 @@ export async function seedDocuments(pool: pg.Pool, o: SeedOptions): Promise<Seed
     );
     total += rowCount ?? 0;
     const s = (Date.now() - t0) / 1000;
-    log(`owners ${first}–${last}: ${rowCount} documents in ${s.toFixed(1)} s (${Math.round((rowCount ?? 0) / s)} rows/s), total ${total}`);
+    log(
+      `owners ${first}–${last}: ${rowCount} documents in ${s.toFixed(1)} s (${Math.round((rowCount ?? 0) / s)} rows/s), total ${total}`,
+    );
   }
 
   let due = 0;

@@ -96,7 +96,15 @@ interface Measurement {
   extra?: Record<string, unknown>;
 }
 
-function measurement(p: string, seconds: number, owners: number, documents: number, reminders: number, pages: number, extra?: Record<string, unknown>): Measurement {
+function measurement(
+  p: string,
+  seconds: number,
+  owners: number,
+  documents: number,
+  reminders: number,
+  pages: number,
+  extra?: Record<string, unknown>,
+): Measurement {
   return {
     path: p,
     seconds: Number(seconds.toFixed(3)),
@@ -141,7 +149,11 @@ async function timedBaseline(
   poolSize: number,
   claimAll: (pool: pg.Pool, tally: Tally) => Promise<void>,
 ): Promise<Measurement> {
-  const pool = createPool({ connectionString: workerUrl, max: poolSize, applicationName: `bench-baseline-${name.slice(0, 1).toLowerCase()}` });
+  const pool = createPool({
+    connectionString: workerUrl,
+    max: poolSize,
+    applicationName: `bench-baseline-${name.slice(0, 1).toLowerCase()}`,
+  });
   const tally: Tally = { pages: 0, owners: 0, reminders: 0, seen: 0 };
   const cpu0 = cpuSnapshot();
   let cpu1 = cpu0;
@@ -153,7 +165,9 @@ async function timedBaseline(
     await pool.end();
   }
   const seconds = (performance.now() - t0) / 1000;
-  return measurement(name, seconds, tally.owners, tally.seen, tally.reminders, tally.pages, { cpu: cpuDelta(cpu0, cpu1, seconds) });
+  return measurement(name, seconds, tally.owners, tally.seen, tally.reminders, tally.pages, {
+    cpu: cpuDelta(cpu0, cpu1, seconds),
+  });
 }
 
 /** Baseline A: the per-owner transactions from a plain loop, same pool size and concurrency. */
@@ -271,13 +285,25 @@ function cpuSnapshot(workerPid?: number): Record<string, number> {
     const cpu = (Number(f[11]) + Number(f[12])) / tick;
     const pid = Number(entry);
     const key =
-      pid === workerPid ? 'worker' : pid === process.pid ? 'benchDriver' : comm === 'postgres' ? 'postgres' : comm.startsWith('temporal') ? 'temporalServer' : 'other';
+      pid === workerPid
+        ? 'worker'
+        : pid === process.pid
+          ? 'benchDriver'
+          : comm === 'postgres'
+            ? 'postgres'
+            : comm.startsWith('temporal')
+              ? 'temporalServer'
+              : 'other';
     out[key] += cpu;
   }
   return out;
 }
 
-function cpuDelta(before: Record<string, number>, after: Record<string, number>, seconds: number): Record<string, string> {
+function cpuDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  seconds: number,
+): Record<string, string> {
   const r: Record<string, string> = {};
   for (const k of Object.keys(after)) {
     if (k === 'other') continue;
@@ -332,7 +358,9 @@ async function temporalCycle(label: string, client: Client, worker: Proc, taskQu
   const eventsPerRun: number[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
-    const history: proto.api.history.v1.IHistory = await client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+    const history: proto.api.history.v1.IHistory = await client.workflow
+      .getHandle(handle.workflowId, runId)
+      .fetchHistory();
     const events: proto.api.history.v1.IHistoryEvent[] = history.events ?? [];
     eventsPerRun.push(events.length);
     runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
@@ -408,7 +436,9 @@ async function main(): Promise<void> {
   const results: Measurement[] = [];
   let worker: Proc | undefined;
   try {
-    say(`workload ${a.workload}: ${JSON.stringify(W)}, batch ${BATCH}, concurrency ${CONCURRENCY}, group ${GROUP}, worker from ${a.worker}, pool ${POOL}, asOf ${AS_OF}`);
+    say(
+      `workload ${a.workload}: ${JSON.stringify(W)}, batch ${BATCH}, concurrency ${CONCURRENCY}, group ${GROUP}, worker from ${a.worker}, pool ${POOL}, asOf ${AS_OF}`,
+    );
     const seed = await seedDocuments(admin, {
       documents: W.documents,
       owners: W.owners,
@@ -417,7 +447,9 @@ async function main(): Promise<void> {
       asOfDate: AS_OF,
       log: (l) => say(`[seed] ${l}`),
     });
-    say(`[seed] ${seed.documents} documents (${seed.dueDocuments} due) in ${seed.seconds.toFixed(1)} s, ${seed.rowsPerSecond} rows/s`);
+    say(
+      `[seed] ${seed.documents} documents (${seed.dueDocuments} due) in ${seed.seconds.toFixed(1)} s, ${seed.rowsPerSecond} rows/s`,
+    );
     await admin.query('checkpoint');
 
     const explain = await explainCandidatePage(admin);
@@ -448,7 +480,10 @@ async function main(): Promise<void> {
           const v = await temporalCycle('Temporal: repeat cycle after vacuum (nothing due)', client, worker, taskQueue);
           results.push(v);
           say(`${v.path}: ${JSON.stringify(v)}`);
-          fs.writeFileSync(path.join(root, 'bench', `explain-${a.workload}-after-claim.txt`), await explainCandidatePage(admin));
+          fs.writeFileSync(
+            path.join(root, 'bench', `explain-${a.workload}-after-claim.txt`),
+            await explainCandidatePage(admin),
+          );
         }
       }
       await worker.stop();
@@ -468,20 +503,31 @@ async function main(): Promise<void> {
     }
 
     const t = results.find((r) => r.path.startsWith('Temporal: full'));
-    const ratio = (x?: Measurement) => (t && x && x.seconds > 0 ? Number((x.seconds / t.seconds).toFixed(3)) : undefined);
+    const ratio = (x?: Measurement) =>
+      t && x && x.seconds > 0 ? Number((x.seconds / t.seconds).toFixed(3)) : undefined;
     const summary = {
       workload: a.workload,
       data: { ...W, seeded: seed },
       settings: { batchSize: BATCH, ownerConcurrency: CONCURRENCY, ownerGroupSize: GROUP, poolSize: POOL, asOf: AS_OF },
-      machine: { nproc: os.cpus().length, memoryGb: Math.round(os.totalmem() / 2 ** 30), cpu: os.cpus()[0]?.model, node: process.version },
+      machine: {
+        nproc: os.cpus().length,
+        memoryGb: Math.round(os.totalmem() / 2 ** 30),
+        cpu: os.cpus()[0]?.model,
+        node: process.version,
+      },
       results,
       temporalThroughputVsA: ratio(results.find((r) => r.path.startsWith('A'))),
       temporalThroughputVsB: ratio(results.find((r) => r.path.startsWith('B'))),
       totalSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
     };
-    fs.writeFileSync(path.join(root, 'bench', 'results', `${a.workload}.json`), `${JSON.stringify(summary, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(root, 'bench', 'results', `${a.workload}.json`),
+      `${JSON.stringify(summary, null, 2)}\n`,
+    );
     say('');
-    say('| path | wall s | owners | owners/s | documents (reminders) | documents/s | pages | runs | history events/run | worker peak RSS MB |');
+    say(
+      '| path | wall s | owners | owners/s | documents (reminders) | documents/s | pages | runs | history events/run | worker peak RSS MB |',
+    );
     say('|---|---|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const x = r.extra ?? {};
@@ -491,7 +537,9 @@ async function main(): Promise<void> {
         } | ${x.workerPeakRssMb ?? ''}${x.workerVmHwmMb ? ` (HWM ${x.workerVmHwmMb})` : ''} |`,
       );
     }
-    say(`Temporal throughput / A: ${summary.temporalThroughputVsA ?? '-'}; / B: ${summary.temporalThroughputVsB ?? '-'}; total ${summary.totalSeconds} s`);
+    say(
+      `Temporal throughput / A: ${summary.temporalThroughputVsA ?? '-'}; / B: ${summary.temporalThroughputVsB ?? '-'}; total ${summary.totalSeconds} s`,
+    );
   } finally {
     if (worker) {
       await worker.stop();

@@ -26,14 +26,33 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const step = (line: string) => process.stderr.write(`» ${line}\n`);
 
 /** The investors of the demo; names exist only here, to make the table readable. */
-const INVESTORS: { name: string; docs: { type: string; mask: string; daysLeft: number | null; status?: string }[] }[] = [
-  { name: 'Anna', docs: [{ type: 'ForeignPassport', mask: '**** 481516', daysLeft: 30 }, { type: 'DriverLicense', mask: '**** 2342', daysLeft: 7 }] },
-  { name: 'Boris', docs: [{ type: 'ResidencePermit', mask: '**** 771208', daysLeft: -3 }] },
-  { name: 'Vera', docs: [{ type: 'ForeignPassport', mask: '**** 650019', daysLeft: 5 }] },
-  { name: 'Gleb', docs: [{ type: 'Passport', mask: '**** 110044', daysLeft: null }, { type: 'Inn', mask: '******** 7712', daysLeft: null }] },
-  { name: 'Dina', docs: [{ type: 'DriverLicense', mask: '**** 9031', daysLeft: 1 }, { type: 'ForeignPassport', mask: '**** 300300', daysLeft: 2, status: 'Archived' }] },
-  { name: 'Egor', docs: [{ type: 'ForeignPassport', mask: '**** 515151', daysLeft: 200 }] },
-];
+const INVESTORS: { name: string; docs: { type: string; mask: string; daysLeft: number | null; status?: string }[] }[] =
+  [
+    {
+      name: 'Anna',
+      docs: [
+        { type: 'ForeignPassport', mask: '**** 481516', daysLeft: 30 },
+        { type: 'DriverLicense', mask: '**** 2342', daysLeft: 7 },
+      ],
+    },
+    { name: 'Boris', docs: [{ type: 'ResidencePermit', mask: '**** 771208', daysLeft: -3 }] },
+    { name: 'Vera', docs: [{ type: 'ForeignPassport', mask: '**** 650019', daysLeft: 5 }] },
+    {
+      name: 'Gleb',
+      docs: [
+        { type: 'Passport', mask: '**** 110044', daysLeft: null },
+        { type: 'Inn', mask: '******** 7712', daysLeft: null },
+      ],
+    },
+    {
+      name: 'Dina',
+      docs: [
+        { type: 'DriverLicense', mask: '**** 9031', daysLeft: 1 },
+        { type: 'ForeignPassport', mask: '**** 300300', daysLeft: 2, status: 'Archived' },
+      ],
+    },
+    { name: 'Egor', docs: [{ type: 'ForeignPassport', mask: '**** 515151', daysLeft: 200 }] },
+  ];
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -45,7 +64,12 @@ async function main(): Promise<void> {
     const applied = await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
     step(`migrated database expiry_reminder_demo (${applied.length} migrations)`);
     const workerUrl = databaseUrl(ownerUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker });
-    const config = loadConfig({ ...process.env, DATABASE_URL: workerUrl, TEMPORAL_ADDRESS: stack.temporal.address, TEMPORAL_NAMESPACE: 'default' });
+    const config = loadConfig({
+      ...process.env,
+      DATABASE_URL: workerUrl,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_NAMESPACE: 'default',
+    });
 
     const admin = createPool({ connectionString: ownerUrl, max: 2 });
     cleanups.unshift(() => admin.end());
@@ -85,7 +109,9 @@ async function main(): Promise<void> {
     const result = (await client.workflow.getHandle(workflowId).result()) as CycleResult;
 
     say('');
-    say(`Cycle ${workflowId}: ${result.status}, ${result.remindersSent} reminders to ${result.ownersNotified} investors in ${result.durationMs} ms`);
+    say(
+      `Cycle ${workflowId}: ${result.status}, ${result.remindersSent} reminders to ${result.ownersNotified} investors in ${result.durationMs} ms`,
+    );
     const { rows: docs } = await admin.query(
       `select d.owner_user_id, d.type, d.expires_at, d.status, d.expires_at - $1::date as days_left,
               (select string_agg(r.threshold_days::text, ',' order by r.threshold_days desc)
@@ -97,34 +123,47 @@ async function main(): Promise<void> {
       [today],
     );
     say('\nWho is reminded of what:');
-    const byInvestor = (a: { investor?: string }, b: { investor?: string }) => (a.investor ?? '').localeCompare(b.investor ?? '');
+    const byInvestor = (a: { investor?: string }, b: { investor?: string }) =>
+      (a.investor ?? '').localeCompare(b.investor ?? '');
     console.table(
-      docs.map((d) => ({
-        investor: names.get(d.owner_user_id),
-        document: d.type,
-        expires: d.expires_at ?? 'never',
-        'days left': d.days_left ?? '',
-        status: d.status,
-        'reminded at threshold': d.reminded_at_threshold ?? '—',
-        'ledger markers': d.markers ?? '',
-      })).sort(byInvestor),
+      docs
+        .map((d) => ({
+          investor: names.get(d.owner_user_id),
+          document: d.type,
+          expires: d.expires_at ?? 'never',
+          'days left': d.days_left ?? '',
+          status: d.status,
+          'reminded at threshold': d.reminded_at_threshold ?? '—',
+          'ledger markers': d.markers ?? '',
+        }))
+        .sort(byInvestor),
     );
     const { rows: events } = await admin.query(
       `select id, aggregate_id, topic, correlation_id, payload from profile.outbox_messages order by created_at`,
     );
     say('Outbox rows (one per investor, waiting for the relay):');
     console.table(
-      events.map((e) => ({
-        investor: names.get(e.aggregate_id),
-        'event id': e.id,
-        topic: e.topic,
-        documents: e.payload.documents.map((x: { type: string; thresholdDays: number }) => `${x.type}@${x.thresholdDays}`).join(' '),
-      })).sort(byInvestor),
+      events
+        .map((e) => ({
+          investor: names.get(e.aggregate_id),
+          'event id': e.id,
+          topic: e.topic,
+          documents: e.payload.documents
+            .map((x: { type: string; thresholdDays: number }) => `${x.type}@${x.thresholdDays}`)
+            .join(' '),
+        }))
+        .sort(byInvestor),
     );
     const relayUrl = databaseUrl(ownerUrl, { user: RELAY_ROLE, password: LOCAL_ROLE_PASSWORDS.relay });
     const relayConfig = loadConfig({ ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: stack.kafkaBrokers });
     const relayPool = createPool({ connectionString: relayUrl, max: 2 });
-    const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(relayConfig), config: relayConfig, logger });
+    const relay = new OutboxRelay({
+      pool: relayPool,
+      listenUrl: relayUrl,
+      kafka: createKafka(relayConfig),
+      config: relayConfig,
+      logger,
+    });
     await relay.start();
     cleanups.unshift(async () => {
       await relay.stop();
@@ -137,7 +176,10 @@ async function main(): Promise<void> {
       if (rowCount === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    const received = await consumeUntil(stack.kafkaBrokers, (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= ids.size);
+    const received = await consumeUntil(
+      stack.kafkaBrokers,
+      (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= ids.size,
+    );
     say(`Received from Kafka topic ${TOPIC} (published by the relay):`);
     console.table(
       received.map((m) => ({
@@ -154,7 +196,9 @@ async function main(): Promise<void> {
     }
     if (keep) {
       say('\nThe stack stays up (Ctrl-C stops it). To use it from another shell:');
-      say(`  export TEMPORAL_ADDRESS=${stack.temporal.address} DATABASE_URL='${workerUrl}' KAFKA_BROKERS=${stack.kafkaBrokers}`);
+      say(
+        `  export TEMPORAL_ADDRESS=${stack.temporal.address} DATABASE_URL='${workerUrl}' KAFKA_BROKERS=${stack.kafkaBrokers}`,
+      );
       say(`  npm run client -- schedule trigger`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

@@ -168,7 +168,14 @@ function startProcess(entry: 'worker' | 'relay', env: Record<string, string>): P
 const startWorker = (db: Db, taskQueue: string, env: Record<string, string> = {}) =>
   startProcess('worker', { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, ...env });
 const startRelay = (db: Db, env: Record<string, string> = {}) =>
-  startProcess('relay', { DATABASE_URL: db.relayUrl, KAFKA_BROKERS: stack.kafkaBrokers, RELAY_POLL_INTERVAL: '200ms', RELAY_MAX_BACKOFF: '2s', RELAY_SEND_TIMEOUT: '5s', ...env });
+  startProcess('relay', {
+    DATABASE_URL: db.relayUrl,
+    KAFKA_BROKERS: stack.kafkaBrokers,
+    RELAY_POLL_INTERVAL: '200ms',
+    RELAY_MAX_BACKOFF: '2s',
+    RELAY_SEND_TIMEOUT: '5s',
+    ...env,
+  });
 
 function startCycle(taskQueue: string, input: CycleInput = {}) {
   return client.workflow.start(WORKFLOW_TYPE, {
@@ -232,11 +239,16 @@ async function invariants(db: Db, options: { kafka?: boolean } = {}): Promise<st
     const { rows } = await db.admin.query<{ id: string }>('select id from profile.outbox_messages');
     const ids = new Set(rows.map((r) => r.id));
     const seen = new Set<string>();
-    await consumeUntil(stack.kafkaBrokers, (ms) => {
-      for (const m of ms.slice(-1)) if (ids.has(m.headers.messageId)) seen.add(m.headers.messageId);
-      return seen.size === ids.size;
-    }, 120_000).catch(() => undefined);
-    if (seen.size !== ids.size) problems.push(`I4: ${ids.size - seen.size} of ${ids.size} outbox rows not on the topic`);
+    await consumeUntil(
+      stack.kafkaBrokers,
+      (ms) => {
+        for (const m of ms.slice(-1)) if (ids.has(m.headers.messageId)) seen.add(m.headers.messageId);
+        return seen.size === ids.size;
+      },
+      120_000,
+    ).catch(() => undefined);
+    if (seen.size !== ids.size)
+      problems.push(`I4: ${ids.size - seen.size} of ${ids.size} outbox rows not on the topic`);
   }
   return problems;
 }
@@ -286,7 +298,12 @@ async function throughToxiproxy(
   }
 }
 
-type Scenario = { id: string; name: string; checks: string; run(): Promise<{ size: string; detail: string; problems: string[] }> };
+type Scenario = {
+  id: string;
+  name: string;
+  checks: string;
+  run(): Promise<{ size: string; detail: string; problems: string[] }>;
+};
 
 const CORE = 'I1 I2 I3';
 
@@ -305,7 +322,12 @@ const scenarios: Scenario[] = [
       // Killed at random points of the cycle's progress (markers written), not of the clock, so the
       // kills land mid-cycle however fast the cycle is.
       for (const share of [0.1, 0.4, 0.7].map((s) => s + Math.random() * 0.2)) {
-        await waitFor(`${Math.round(share * 100)} % of the markers`, async () => (await markerCount(db)) >= share * due, 180_000, 20);
+        await waitFor(
+          `${Math.round(share * 100)} % of the markers`,
+          async () => (await markerCount(db)) >= share * due,
+          180_000,
+          20,
+        );
         await worker.kill('SIGKILL');
         worker = startWorker(db, tq);
       }
@@ -314,7 +336,11 @@ const scenarios: Scenario[] = [
       const problems = await invariants(db);
       if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
       await db.close();
-      return { size: `${OWNERS} owners, ${docs} documents`, detail: `${result.remindersSent} reminders, ${result.failedOwners} failed owners`, problems };
+      return {
+        size: `${OWNERS} owners, ${docs} documents`,
+        detail: `${result.remindersSent} reminders, ${result.failedOwners} failed owners`,
+        problems,
+      };
     },
   },
   {
@@ -384,7 +410,11 @@ const scenarios: Scenario[] = [
       const sent = results[0].remindersSent + results[1].remindersSent;
       if (sent !== rows[0].n) problems.push(`results say ${sent} reminders, the outbox holds ${rows[0].n}`);
       await db.close();
-      return { size: `${OWNERS} owners, ${docs} documents`, detail: `${results[0].remindersSent} + ${results[1].remindersSent} reminders, ${results[0].skippedAlreadyMarked + results[1].skippedAlreadyMarked} lost races`, problems };
+      return {
+        size: `${OWNERS} owners, ${docs} documents`,
+        detail: `${results[0].remindersSent} + ${results[1].remindersSent} reminders, ${results[0].skippedAlreadyMarked + results[1].skippedAlreadyMarked} lost races`,
+        problems,
+      };
     },
   },
   {
@@ -400,7 +430,9 @@ const scenarios: Scenario[] = [
       await waitFor('first events', async () => (await outboxCount(db)) > 0);
       await cancelled.cancel();
       const c = (await cancelled.result()) as CycleResult;
-      const limited = (await (await startCycle(tq, { ownerConcurrency: 1, maxRunDurationMs: 1_500 })).result()) as CycleResult;
+      const limited = (await (
+        await startCycle(tq, { ownerConcurrency: 1, maxRunDurationMs: 1_500 })
+      ).result()) as CycleResult;
       const normal = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
@@ -408,7 +440,11 @@ const scenarios: Scenario[] = [
       if (limited.status !== 'time-limit') problems.push(`second cycle ended ${limited.status}`);
       if (normal.status !== 'completed') problems.push(`third cycle ended ${normal.status}`);
       await db.close();
-      return { size: `${OWNERS} owners, ${docs} documents`, detail: `${c.remindersSent} + ${limited.remindersSent} + ${normal.remindersSent} reminders`, problems };
+      return {
+        size: `${OWNERS} owners, ${docs} documents`,
+        detail: `${c.remindersSent} + ${limited.remindersSent} + ${normal.remindersSent} reminders`,
+        problems,
+      };
     },
   },
   {
@@ -416,7 +452,7 @@ const scenarios: Scenario[] = [
     name: 'Kafka stopped during a cycle and the relay killed once with SIGKILL',
     checks: `${CORE} I4`,
     async run() {
-      if (!stack.kafka) throw new Error('needs the stack\'s own broker (unset KAFKA_BROKERS)');
+      if (!stack.kafka) throw new Error("needs the stack's own broker (unset KAFKA_BROKERS)");
       const db = await newDb('s6');
       const owners = Math.min(OWNERS, 1_000);
       const docs = await seed(db, owners);
@@ -436,7 +472,11 @@ const scenarios: Scenario[] = [
       const problems = await invariants(db, { kafka: true });
       const events = await outboxCount(db);
       await db.close();
-      return { size: `${owners} owners, ${docs} documents`, detail: `${result.remindersSent} reminders in ${events} events, all on the topic`, problems };
+      return {
+        size: `${owners} owners, ${docs} documents`,
+        detail: `${result.remindersSent} reminders in ${events} events, all on the topic`,
+        problems,
+      };
     },
   },
   {
@@ -485,13 +525,26 @@ const scenarios: Scenario[] = [
       await worker.kill('SIGTERM');
       // A database without the schema, one that lost its dedupe index, and a wrong password: the worker
       // refuses to start, says why, prints no password, and nothing is written.
-      const emptyUrl = await createDatabase(stack.postgres.adminUrl, `faults_empty_${crypto.randomBytes(3).toString('hex')}`);
+      const emptyUrl = await createDatabase(
+        stack.postgres.adminUrl,
+        `faults_empty_${crypto.randomBytes(3).toString('hex')}`,
+      );
       const misMigrated = await newDb('s7b');
       await misMigrated.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
       for (const [label, url, code, expect] of [
-        ['missing schema', databaseUrl(emptyUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker }), 69, /person_documents/],
+        [
+          'missing schema',
+          databaseUrl(emptyUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker }),
+          69,
+          /person_documents/,
+        ],
         ['mis-migrated schema', misMigrated.workerUrl, 69, /ux_document_expiry_reminders_dedupe/],
-        ['wrong password', databaseUrl(db.workerUrl, { password: 'not-the-password' }), 1, /password authentication failed/],
+        [
+          'wrong password',
+          databaseUrl(db.workerUrl, { password: 'not-the-password' }),
+          1,
+          /password authentication failed/,
+        ],
       ] as const) {
         const before = await outboxCount(db);
         const w = startWorker(db, `faults-${crypto.randomUUID()}`, { DATABASE_URL: url });
@@ -499,12 +552,17 @@ const scenarios: Scenario[] = [
         const out = w.output.join('');
         if (exit !== code) problems.push(`${label}: worker exited ${exit}, expected ${code}`);
         if (!expect.test(out)) problems.push(`${label}: unclear message: ${out.slice(0, 300)}`);
-        if (out.includes('not-the-password') || out.includes(LOCAL_ROLE_PASSWORDS.worker)) problems.push(`${label}: password printed`);
+        if (out.includes('not-the-password') || out.includes(LOCAL_ROLE_PASSWORDS.worker))
+          problems.push(`${label}: password printed`);
         if ((await outboxCount(db)) !== before) problems.push(`${label}: rows written`);
       }
       await misMigrated.close();
       await db.close();
-      return { size: `${Object.keys(bad).length * 2} bad configurations, 3 odd documents, 3 broken databases`, detail: `${problems.length} problems`, problems };
+      return {
+        size: `${Object.keys(bad).length * 2} bad configurations, 3 odd documents, 3 broken databases`,
+        detail: `${problems.length} problems`,
+        problems,
+      };
     },
   },
   {
@@ -518,8 +576,20 @@ const scenarios: Scenario[] = [
         // Data stops both ways and the connections stay open: the backend of a group in flight keeps
         // its transaction and its owners' locks, and the worker hears nothing.
         const cutAt = Date.now();
-        await proxy.addToxic({ name: 'cut-down', type: 'timeout', stream: 'downstream', toxicity: 1, attributes: { timeout: 0 } });
-        await proxy.addToxic({ name: 'cut-up', type: 'timeout', stream: 'upstream', toxicity: 1, attributes: { timeout: 0 } });
+        await proxy.addToxic({
+          name: 'cut-down',
+          type: 'timeout',
+          stream: 'downstream',
+          toxicity: 1,
+          attributes: { timeout: 0 },
+        });
+        await proxy.addToxic({
+          name: 'cut-up',
+          type: 'timeout',
+          stream: 'upstream',
+          toxicity: 1,
+          attributes: { timeout: 0 },
+        });
         await waitFor('a worker backend idle in its transaction', async () => (await orphans(db)) > 0, 30_000);
         // PostgreSQL ends the orphans (idle-in-transaction timeout) while the path is still cut.
         let heldMs: number | undefined;
@@ -552,8 +622,20 @@ const scenarios: Scenario[] = [
     checks: CORE,
     async run() {
       return throughToxiproxy('s10', async ({ db, proxy, tq, worker }) => {
-        await proxy.addToxic({ name: 'slow-down', type: 'latency', stream: 'downstream', toxicity: 1, attributes: { latency: 200, jitter: 0 } });
-        await proxy.addToxic({ name: 'slow-up', type: 'latency', stream: 'upstream', toxicity: 1, attributes: { latency: 200, jitter: 0 } });
+        await proxy.addToxic({
+          name: 'slow-down',
+          type: 'latency',
+          stream: 'downstream',
+          toxicity: 1,
+          attributes: { latency: 200, jitter: 0 },
+        });
+        await proxy.addToxic({
+          name: 'slow-up',
+          type: 'latency',
+          stream: 'upstream',
+          toxicity: 1,
+          attributes: { latency: 200, jitter: 0 },
+        });
         const started = Date.now();
         const result = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
         const seconds = Math.round((Date.now() - started) / 1000);
@@ -561,7 +643,10 @@ const scenarios: Scenario[] = [
         const problems = await invariants(db);
         if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
         if (result.failedOwners > 0) problems.push(`${result.failedOwners} failed owners`);
-        return { detail: `${result.remindersSent} reminders in ${seconds} s, ${result.failedOwners} failed owners`, problems };
+        return {
+          detail: `${result.remindersSent} reminders in ${seconds} s, ${result.failedOwners} failed owners`,
+          problems,
+        };
       });
     },
   },
@@ -583,9 +668,25 @@ async function main(): Promise<void> {
         let row: Row;
         try {
           const { size, detail, problems } = await scenario.run();
-          row = { scenario: `${scenario.id}: ${scenario.name}`, repetitions: i, dataSize: size, checks: scenario.checks, result: problems.length ? `FAIL: ${problems.join('; ')}` : `pass (${detail})`, seconds: 0, ok: problems.length === 0 };
+          row = {
+            scenario: `${scenario.id}: ${scenario.name}`,
+            repetitions: i,
+            dataSize: size,
+            checks: scenario.checks,
+            result: problems.length ? `FAIL: ${problems.join('; ')}` : `pass (${detail})`,
+            seconds: 0,
+            ok: problems.length === 0,
+          };
         } catch (err) {
-          row = { scenario: `${scenario.id}: ${scenario.name}`, repetitions: i, dataSize: '', checks: scenario.checks, result: `FAIL: ${(err as Error).message}`, seconds: 0, ok: false };
+          row = {
+            scenario: `${scenario.id}: ${scenario.name}`,
+            repetitions: i,
+            dataSize: '',
+            checks: scenario.checks,
+            result: `FAIL: ${(err as Error).message}`,
+            seconds: 0,
+            ok: false,
+          };
         }
         row.seconds = Math.round((Date.now() - started) / 1000);
         rows.push(row);
@@ -594,8 +695,20 @@ async function main(): Promise<void> {
     }
     // Security: no secret or document value in anything the processes printed.
     const printed = allOutput.join('');
-    const leaks = [LOCAL_ROLE_PASSWORDS.worker, LOCAL_ROLE_PASSWORDS.relay, new URL(stack.postgres.adminUrl).password].filter((s) => printed.includes(s));
-    rows.push({ scenario: 's8: no password in any process output of the suite', repetitions: 1, dataSize: `${printed.length} bytes of output`, checks: 'scan', result: leaks.length ? `FAIL: ${leaks.length} secrets printed` : 'pass', seconds: 0, ok: leaks.length === 0 });
+    const leaks = [
+      LOCAL_ROLE_PASSWORDS.worker,
+      LOCAL_ROLE_PASSWORDS.relay,
+      new URL(stack.postgres.adminUrl).password,
+    ].filter((s) => printed.includes(s));
+    rows.push({
+      scenario: 's8: no password in any process output of the suite',
+      repetitions: 1,
+      dataSize: `${printed.length} bytes of output`,
+      checks: 'scan',
+      result: leaks.length ? `FAIL: ${leaks.length} secrets printed` : 'pass',
+      seconds: 0,
+      ok: leaks.length === 0,
+    });
   } finally {
     await connection.close();
     await stack.stop();
@@ -603,7 +716,9 @@ async function main(): Promise<void> {
   const table = [
     '| scenario | run | data size | invariant checks | result | seconds |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.scenario} | ${r.repetitions} | ${r.dataSize} | ${r.checks} | ${r.result} | ${r.seconds} |`),
+    ...rows.map(
+      (r) => `| ${r.scenario} | ${r.repetitions} | ${r.dataSize} | ${r.checks} | ${r.result} | ${r.seconds} |`,
+    ),
   ].join('\n');
   say(`\n${table}\n`);
   if (args.report) {
@@ -611,7 +726,12 @@ async function main(): Promise<void> {
     const reportPath = path.resolve(root, args.report);
     const text = fs.existsSync(reportPath) ? fs.readFileSync(reportPath, 'utf8') : '';
     const block = `<!-- faults:start -->\nRun on ${new Date().toISOString()} with \`${command}\`:\n\n${table}\n<!-- faults:end -->`;
-    fs.writeFileSync(reportPath, text.includes('<!-- faults:start -->') ? text.replace(/<!-- faults:start -->[\s\S]*<!-- faults:end -->/, block) : `${text}\n${block}\n`);
+    fs.writeFileSync(
+      reportPath,
+      text.includes('<!-- faults:start -->')
+        ? text.replace(/<!-- faults:start -->[\s\S]*<!-- faults:end -->/, block)
+        : `${text}\n${block}\n`,
+    );
   }
   const failed = rows.filter((r) => !r.ok).length;
   say(`${rows.length - failed} passed, ${failed} failed`);

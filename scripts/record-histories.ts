@@ -38,7 +38,13 @@ import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection, WorkflowFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowFailedError,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
 import pg from 'pg';
@@ -139,9 +145,18 @@ export const SCENARIOS: Scenario[] = [
       ]);
       await insertMarker(ctx.admin, addDays(AS_OF_DATE, -120));
       await rejectOwner(ctx.admin, bad);
-      const handle = await start(ctx, 'normal', { asOf: AS_OF_DATE, batchSize: 3, ownerConcurrency: 4, ownerGroupSize: 2 });
+      const handle = await start(ctx, 'normal', {
+        asOf: AS_OF_DATE,
+        batchSize: 3,
+        ownerConcurrency: 4,
+        ownerGroupSize: 2,
+      });
       const result = (await handle.result()) as CycleResult;
-      check('normal', result, (r) => r.status === 'completed' && r.failedOwners === 1 && r.pages >= 3 && r.pruned === 1 && r.runs === 1);
+      check(
+        'normal',
+        result,
+        (r) => r.status === 'completed' && r.failedOwners === 1 && r.pages >= 3 && r.pruned === 1 && r.runs === 1,
+      );
       return handle;
     },
   },
@@ -150,7 +165,11 @@ export const SCENARIOS: Scenario[] = [
     // new, a middle run starts from a continuation and continues as new, the last one completes.
     name: 'continued-as-new',
     async run(ctx) {
-      await insertDocuments(ctx.admin, AS_OF_DATE, Array.from({ length: 9 }, (_, i) => ({ daysLeft: i % 8 })));
+      await insertDocuments(
+        ctx.admin,
+        AS_OF_DATE,
+        Array.from({ length: 9 }, (_, i) => ({ daysLeft: i % 8 })),
+      );
       const handle = await start(ctx, 'continued-as-new', { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 32 });
       const result = (await handle.result()) as CycleResult;
       check('continued-as-new', result, (r) => r.status === 'completed' && r.runs >= 3 && r.ownersProcessed === 9);
@@ -161,13 +180,21 @@ export const SCENARIOS: Scenario[] = [
     // Cancelled while owners are in flight: the owner in flight finishes, nothing new starts, no prune.
     name: 'cancelled',
     async run(ctx) {
-      await insertDocuments(ctx.admin, AS_OF_DATE, Array.from({ length: 6 }, () => ({ daysLeft: 7 })));
+      await insertDocuments(
+        ctx.admin,
+        AS_OF_DATE,
+        Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
+      );
       await slowOwners(ctx.admin);
       const handle = await start(ctx, 'cancelled', { asOf: AS_OF_DATE, ownerConcurrency: 1 });
       await waitForScheduled(handle, ['remindOwners'], 2);
       await handle.cancel();
       const result = (await handle.result()) as CycleResult;
-      check('cancelled', result, (r) => r.status === 'cancelled' && r.ownersProcessed > 0 && r.ownersProcessed < 6 && r.pruned === 0);
+      check(
+        'cancelled',
+        result,
+        (r) => r.status === 'cancelled' && r.ownersProcessed > 0 && r.ownersProcessed < 6 && r.pruned === 0,
+      );
       return handle;
     },
   },
@@ -175,7 +202,11 @@ export const SCENARIOS: Scenario[] = [
     // MaxRunDuration passes mid-page: the cycle ends as time-limit, and still prunes.
     name: 'time-limit',
     async run(ctx) {
-      await insertDocuments(ctx.admin, AS_OF_DATE, Array.from({ length: 6 }, () => ({ daysLeft: 1 })));
+      await insertDocuments(
+        ctx.admin,
+        AS_OF_DATE,
+        Array.from({ length: 6 }, () => ({ daysLeft: 1 })),
+      );
       await insertMarker(ctx.admin, addDays(AS_OF_DATE, -200));
       await slowOwners(ctx.admin);
       const handle = await start(ctx, 'time-limit', { asOf: AS_OF_DATE, ownerConcurrency: 1, maxRunDurationMs: 1_000 });
@@ -193,7 +224,8 @@ export const SCENARIOS: Scenario[] = [
         () => undefined,
         (e: unknown) => e,
       );
-      const type = err instanceof WorkflowFailedError ? (err.cause?.cause as { type?: string } | undefined)?.type : undefined;
+      const type =
+        err instanceof WorkflowFailedError ? (err.cause?.cause as { type?: string } | undefined)?.type : undefined;
       if (type !== 'InvalidCycleInput') {
         throw new Error(`failed-invalid-input: expected the cycle to fail with InvalidCycleInput, got ${String(err)}`);
       }
@@ -211,7 +243,8 @@ function start(ctx: ScenarioContext, name: string, input: CycleInput): Promise<W
 }
 
 function check(name: string, result: CycleResult, ok: (r: CycleResult) => boolean): void {
-  if (!ok(result)) throw new Error(`${name}: the cycle did not take the path this fixture is for: ${JSON.stringify(result)}`);
+  if (!ok(result))
+    throw new Error(`${name}: the cycle did not take the path this fixture is for: ${JSON.stringify(result)}`);
 }
 
 /** A ledger row of a document that expired on `expiresAt`, for the prune to delete. */
@@ -246,7 +279,9 @@ async function waitForScheduled(handle: WorkflowHandle, types: string[], count: 
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const { events } = await handle.fetchHistory();
-    const scheduled = (events ?? []).filter((e) => types.includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''));
+    const scheduled = (events ?? []).filter((e) =>
+      types.includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''),
+    );
     if (scheduled.length >= count) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -254,7 +289,10 @@ async function waitForScheduled(handle: WorkflowHandle, types: string[], count: 
 }
 
 /** The histories of every run of the cycle, first to last, following continue-as-new. */
-async function runHistories(client: Client, handle: WorkflowHandleWithFirstExecutionRunId): Promise<{ runId: string; history: History }[]> {
+async function runHistories(
+  client: Client,
+  handle: WorkflowHandleWithFirstExecutionRunId,
+): Promise<{ runId: string; history: History }[]> {
   const runs: { runId: string; history: History }[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
@@ -300,7 +338,8 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
   const log = options.log ?? (() => {});
   const scenarios = options.only ? SCENARIOS.filter((s) => options.only!.includes(s.name)) : SCENARIOS;
   const unknown = (options.only ?? []).filter((n) => !SCENARIOS.some((s) => s.name === n));
-  if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')} (known: ${SCENARIOS.map((s) => s.name).join(', ')})`);
+  if (unknown.length)
+    throw new Error(`unknown scenario(s): ${unknown.join(', ')} (known: ${SCENARIOS.map((s) => s.name).join(', ')})`);
   const prefix = options.tag ? `${options.tag}.` : '';
   fs.mkdirSync(options.outDir, { recursive: true });
   const taken = fs
@@ -369,7 +408,11 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
       log(`recording ${scenario.name}`);
       try {
         const handle = await scenario.run({ client, taskQueue, admin, log });
-        recorded.push({ scenario: scenario.name, workflowId: handle.workflowId, runs: await runHistories(client, handle) });
+        recorded.push({
+          scenario: scenario.name,
+          workflowId: handle.workflowId,
+          runs: await runHistories(client, handle),
+        });
       } finally {
         await dropTestTriggers(admin);
       }
@@ -411,7 +454,9 @@ function checkoutSource(rev: string, log: (line: string) => void): { dir: string
   const modules: WorkerModules = {
     // The worker factory moved from src/worker.ts to src/temporal/worker.ts; older revisions have the former.
     createWorker: require(
-      fs.existsSync(path.join(dir, 'src', 'temporal', 'worker.ts')) ? path.join(dir, 'src', 'temporal', 'worker.ts') : path.join(dir, 'src', 'worker.ts'),
+      fs.existsSync(path.join(dir, 'src', 'temporal', 'worker.ts'))
+        ? path.join(dir, 'src', 'temporal', 'worker.ts')
+        : path.join(dir, 'src', 'worker.ts'),
     ).createWorker,
     loadConfig: require(path.join(dir, 'src', 'config.ts')).loadConfig,
   };
@@ -436,7 +481,8 @@ function argValue(name: string): string | undefined {
 async function main(): Promise<void> {
   const step = (line: string) => process.stderr.write(`» ${line}\n`);
   const tag = argValue('--tag');
-  if (tag !== undefined && !/^[a-z0-9][a-z0-9-]*$/.test(tag)) throw new Error(`--tag must be lower-case letters, digits and dashes, got "${tag}"`);
+  if (tag !== undefined && !/^[a-z0-9][a-z0-9-]*$/.test(tag))
+    throw new Error(`--tag must be lower-case letters, digits and dashes, got "${tag}"`);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const adopted = process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS;
   const stack = adopted ? undefined : await startStack({ log: step, ui: false });
@@ -447,12 +493,22 @@ async function main(): Promise<void> {
       databaseAdminUrl: stack?.postgres.adminUrl ?? process.env.STACK_DATABASE_ADMIN_URL!,
       outDir: path.resolve(argValue('--out') ?? FIXTURES_DIR),
       tag,
-      only: argValue('--only')?.split(',').map((s) => s.trim()).filter(Boolean),
+      only: argValue('--only')
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       overwrite: process.argv.includes('--overwrite'),
       at: argValue('--at'),
       log: step,
     });
-    console.table(files.map((f) => ({ file: path.relative(process.cwd(), f.file), events: f.events, workflowId: f.workflowId, runId: f.runId })));
+    console.table(
+      files.map((f) => ({
+        file: path.relative(process.cwd(), f.file),
+        events: f.events,
+        workflowId: f.workflowId,
+        runId: f.runId,
+      })),
+    );
   } finally {
     await stack?.stop();
   }

@@ -15,14 +15,23 @@ export const TOXIPROXY_MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server@v2.1
 /** The toxiproxy server binary: TOXIPROXY_SERVER_PATH, else the cached build, else built now with Go. */
 export function findOrBuildToxiproxy(log: (line: string) => void): string {
   if (process.env.TOXIPROXY_SERVER_PATH) return process.env.TOXIPROXY_SERVER_PATH;
-  const dir = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'expiry-reminder', 'toxiproxy-2.12.0');
+  const dir = path.join(
+    process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),
+    'expiry-reminder',
+    'toxiproxy-2.12.0',
+  );
   const binary = path.join(dir, 'server');
   if (fs.existsSync(binary)) return binary;
   log(`building Toxiproxy: go install ${TOXIPROXY_MODULE} into ${dir} (first run only)`);
   fs.mkdirSync(dir, { recursive: true });
-  const res = spawnSync('go', ['install', TOXIPROXY_MODULE], { env: { ...process.env, GOBIN: dir }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const res = spawnSync('go', ['install', TOXIPROXY_MODULE], {
+    env: { ...process.env, GOBIN: dir },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (res.status !== 0 || !fs.existsSync(binary)) {
-    throw new Error(`go install ${TOXIPROXY_MODULE} failed (exit ${res.status}); set TOXIPROXY_SERVER_PATH to a toxiproxy server binary`);
+    throw new Error(
+      `go install ${TOXIPROXY_MODULE} failed (exit ${res.status}); set TOXIPROXY_SERVER_PATH to a toxiproxy server binary`,
+    );
   }
   return binary;
 }

@@ -50,7 +50,9 @@ function parseThresholds(value: string): number[] {
   const list = parseThresholdList(value);
   const problems = thresholdProblems(list);
   if (problems.length > 0) {
-    throw new InvalidArgumentError(`${problems.join('; ')}; expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0`);
+    throw new InvalidArgumentError(
+      `${problems.join('; ')}; expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0`,
+    );
   }
   return list;
 }
@@ -58,7 +60,8 @@ function parseThresholds(value: string): number[] {
 function wholeNumber(min: number, max: number): (value: string) => number {
   return (value) => {
     const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    if (!Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
     return n;
   };
 }
@@ -150,7 +153,11 @@ export function buildProgram(config: () => Config): Command {
   schedule
     .command('pause')
     .description('pause the schedule (no cycle starts on its own until unpaused; trigger and backfill still work)')
-    .requiredOption('--reason <text>', 'why; stored as the schedule\'s note, shown in the Web UI and by describe', nonEmpty)
+    .requiredOption(
+      '--reason <text>',
+      "why; stored as the schedule's note, shown in the Web UI and by describe",
+      nonEmpty,
+    )
     .action(async (opts: { reason: string }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
       await withClient(config(), (c) => onSchedule(scheduleId, () => pauseSchedule(c, opts.reason, scheduleId)));
@@ -168,7 +175,10 @@ export function buildProgram(config: () => Config): Command {
   schedule
     .command('trigger')
     .description('start a cycle now through the schedule (skipped while one is running)')
-    .option('--wait', 'wait for the cycle to end (the one started, or the one already running) and print its result; progress on stderr')
+    .option(
+      '--wait',
+      'wait for the cycle to end (the one started, or the one already running) and print its result; progress on stderr',
+    )
     .action(async (opts: { wait?: boolean }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
       print(
@@ -178,7 +188,9 @@ export function buildProgram(config: () => Config): Command {
             await triggerSchedule(c, scheduleId);
             if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
             const cycle = await cycleStartedBy(c, scheduleId, before);
-            const handle = c.workflow.getHandle(cycle.workflowId, undefined, { firstExecutionRunId: cycle.firstExecutionRunId });
+            const handle = c.workflow.getHandle(cycle.workflowId, undefined, {
+              firstExecutionRunId: cycle.firstExecutionRunId,
+            });
             return { scheduleId, triggered: true, overlap: 'skip', ...cycle, result: await resultWithProgress(handle) };
           }),
         ),
@@ -187,14 +199,18 @@ export function buildProgram(config: () => Config): Command {
   schedule
     .command('backfill')
     .description(
-      'run the schedule\'s actions of the UTC days --from..--to (both included), one after another; ' +
+      "run the schedule's actions of the UTC days --from..--to (both included), one after another; " +
         'each cycle computes reminders as of its action time (03:00 UTC of its day by default)',
     )
     .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)', parseDate)
     .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), not in the future', parseDate)
     .action(async (opts: { from: string; to: string }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
-      print(await withClient(config(), (c) => onSchedule(scheduleId, () => backfillSchedule(c, opts.from, opts.to, { scheduleId }))));
+      print(
+        await withClient(config(), (c) =>
+          onSchedule(scheduleId, () => backfillSchedule(c, opts.from, opts.to, { scheduleId })),
+        ),
+      );
     });
   schedule
     .command('delete')
@@ -221,7 +237,7 @@ export function buildProgram(config: () => Config): Command {
       'list what a cycle would send, owner by owner, without writing anything ' +
         '(a read-only transaction as the worker, DATABASE_URL)',
     )
-    .option('--as-of <date>', 'the cycle\'s AsOf date (YYYY-MM-DD, UTC; default today)', parseDate)
+    .option('--as-of <date>', "the cycle's AsOf date (YYYY-MM-DD, UTC; default today)", parseDate)
     .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', parseThresholds)
     .option('--retention-days <n>', 'override REMINDER_RETENTION_DAYS', wholeNumber(0, 36_500))
     .action(async (opts: { asOf?: string; thresholds?: number[]; retentionDays?: number }) => {

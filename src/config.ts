@@ -108,7 +108,10 @@ const durationText = (example: string) =>
   z.string().transform((text, ctx) => {
     const value = /^\s*\d+(\.\d+)?\s*[a-z]+\s*$/i.test(text) ? ms(text as ms.StringValue) : undefined;
     if (value === undefined || !Number.isFinite(value) || value <= 0) {
-      ctx.addIssue({ code: 'custom', message: `expected a positive duration with a unit (ms, s, m, h, d), e.g. ${example}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a positive duration with a unit (ms, s, m, h, d), e.g. ${example}`,
+      });
       return z.NEVER;
     }
     return value;
@@ -209,7 +212,10 @@ const schema = z.object({
   OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
   RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
   METRICS_PORT: wholeNumber(0, 65_535).default(9464),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url('expected an OTLP/HTTP URL such as http://otel-collector:4318').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .url('expected an OTLP/HTTP URL such as http://otel-collector:4318')
+    .optional(),
   OTEL_SERVICE_NAME: z.string().regex(/^\S+$/, 'expected a service name without spaces').optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   WORKFLOW_BUNDLE_PATH: z
@@ -281,8 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('KAFKA_SASL_MECHANISM is set: expected KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too');
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  const anyTls =
-    v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
+  const anyTls = v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
   return {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,

@@ -17,14 +17,16 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const databaseUrl = requireDatabaseUrl(config, 'worker');
   const logger = createLogger(config.logLevel);
-  const pool = createPool(
-    { connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' },
-    (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
+  const pool = createPool({ connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' }, (err) =>
+    logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createRelayMetrics();
   metrics.published.inc({ topic: TOPIC }, 0);
   metrics.failures.inc({ topic: TOPIC }, 0);
-  const tracing = createTracing({ serviceName: config.tracing.serviceName ?? 'expiry-reminder-relay', otlpEndpoint: config.tracing.otlpEndpoint });
+  const tracing = createTracing({
+    serviceName: config.tracing.serviceName ?? 'expiry-reminder-relay',
+    otlpEndpoint: config.tracing.otlpEndpoint,
+  });
   const relay = new OutboxRelay({
     pool,
     listenUrl: databaseUrl,
@@ -54,7 +56,10 @@ async function main(): Promise<void> {
   try {
     const backlog = await outboxBacklog(pool);
     await relay.start();
-    logger.info({ brokers: config.kafka.brokers, backlog: backlog.count, oldestAgeSeconds: backlog.oldestAgeSeconds }, 'relay started');
+    logger.info(
+      { brokers: config.kafka.brokers, backlog: backlog.count, oldestAgeSeconds: backlog.oldestAgeSeconds },
+      'relay started',
+    );
     const signal = await stopSignal;
     logger.info({ signal }, 'relay stopping');
   } finally {

@@ -38,7 +38,11 @@ export function exitFor(name: string, err: unknown): { code: number; message: st
  * the message are redacted: a stack trace may quote one. `handle` lets an entry point map errors of its
  * own (the client's usage errors) first. On success the process ends by itself once its handles close.
  */
-export function runMain(name: string, main: () => Promise<void>, handle?: (err: unknown) => { code: number; message: string } | undefined): void {
+export function runMain(
+  name: string,
+  main: () => Promise<void>,
+  handle?: (err: unknown) => { code: number; message: string } | undefined,
+): void {
   main().then(
     () => undefined,
     (err: unknown) => {

@@ -36,7 +36,10 @@ async function main(): Promise<void> {
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createWorkerMetrics(config.cycle.thresholdsDays);
-  const tracing = createTracing({ serviceName: config.tracing.serviceName ?? 'expiry-reminder-worker', otlpEndpoint: config.tracing.otlpEndpoint });
+  const tracing = createTracing({
+    serviceName: config.tracing.serviceName ?? 'expiry-reminder-worker',
+    otlpEndpoint: config.tracing.otlpEndpoint,
+  });
   let connection: NativeConnection | undefined;
   let server: http.Server | undefined;
   try {

@@ -15,7 +15,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { startStack } from './index';
 
-const STATE_DIR = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'stack');
+const STATE_DIR = path.join(
+  process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
+  'expiry-reminder',
+  'stack',
+);
 /** The newest background stack, for `stop` when STACK_PID is not in the environment. */
 const PID_FILE = path.join(STATE_DIR, 'stack.pid');
 const READY = 'STACK_READY ';
@@ -102,12 +106,16 @@ async function launchInBackground(): Promise<void> {
         const line = out.split('\n').find((l) => l.startsWith(READY));
         if (line) resolve(JSON.parse(line.slice(READY.length)) as Record<string, string>);
       });
-      child.once('exit', (code, signal) => reject(new Error(`the stack exited before it was ready (${signal ?? `exit ${code}`}); log: ${logFile}`)));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`the stack exited before it was ready (${signal ?? `exit ${code}`}); log: ${logFile}`)),
+      );
     });
     fs.writeFileSync(PID_FILE, `${env.STACK_PID}\n`);
     copyLog();
     process.stdout.write(exportLines(env));
-    process.stderr.write(`[stack] up in the background (pid ${env.STACK_PID}, log ${logFile}); stop it with: npm run -s stack -- stop\n`);
+    process.stderr.write(
+      `[stack] up in the background (pid ${env.STACK_PID}, log ${logFile}); stop it with: npm run -s stack -- stop\n`,
+    );
   } finally {
     clearInterval(tail);
     childOut.destroy();
@@ -130,14 +138,19 @@ async function stopBackground(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
   process.stderr.write(`[stack] stopped (pid ${pid})\n`);
-  process.stdout.write('unset STACK_PID STACK_DATABASE_ADMIN_URL TEMPORAL_ADDRESS TEMPORAL_NAMESPACE KAFKA_BROKERS TEMPORAL_CLI_PATH TEMPORAL_UI_URL\n');
+  process.stdout.write(
+    'unset STACK_PID STACK_DATABASE_ADMIN_URL TEMPORAL_ADDRESS TEMPORAL_NAMESPACE KAFKA_BROKERS TEMPORAL_CLI_PATH TEMPORAL_UI_URL\n',
+  );
 }
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const known = ['--json', '--daemon', '--foreground', '--background', 'stop'];
   const unknown = args.filter((a) => !known.includes(a));
-  if (unknown.length > 0) throw new Error(`unknown argument ${unknown.join(' ')}; usage: npm run stack [-- --foreground|--background|--json|stop]`);
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown argument ${unknown.join(' ')}; usage: npm run stack [-- --foreground|--background|--json|stop]`,
+    );
   if (args.includes('stop')) return stopBackground();
   if (args.includes('--json')) return serve('json');
   if (args.includes('--daemon')) return serve('daemon');

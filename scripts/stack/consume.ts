@@ -29,7 +29,11 @@ export async function consumeUntil(
   topic = TOPIC,
 ): Promise<ConsumedMessage[]> {
   const kafka = new Kafka({ clientId: 'test-consumer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: `test-${crypto.randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
+  const consumer = kafka.consumer({
+    groupId: `test-${crypto.randomUUID()}`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1_000,
+  });
   const messages: ConsumedMessage[] = [];
   // The relay creates the topic with its first send; a reader that comes first must not fail on it.
   const admin = kafka.admin();
@@ -43,7 +47,11 @@ export async function consumeUntil(
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`consumed ${messages.length} messages; the condition did not hold within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(new Error(`consumed ${messages.length} messages; the condition did not hold within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       consumer
         .run({
           eachMessage: async ({ partition, message }) => {

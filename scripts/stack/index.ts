@@ -68,7 +68,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const startTemporal = () =>
       TestWorkflowEnvironment.createLocal({
         server: {
-          executable: cliPath ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) } : { type: 'cached-download' },
+          executable: cliPath
+            ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) }
+            : { type: 'cached-download' },
           ip: '127.0.0.1',
           port,
           ui: uiPort !== undefined,

@@ -75,7 +75,9 @@ function tail(text: string, lines = 40): string {
 async function checkJava(): Promise<void> {
   const res = await run(javaBinary(), ['-version']);
   if (res.error || res.code !== 0) {
-    throw new Error(`${INSTALL_HINT}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`);
+    throw new Error(
+      `${INSTALL_HINT}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`,
+    );
   }
   // "17.0.15" and "21" name the major version first; Java 8 and older say "1.8.0_…".
   const version = /version "(\d+)(?:\.(\d+))?/.exec(res.output);
@@ -97,7 +99,8 @@ export async function ensureKafkaJars(log: (line: string) => void = () => {}): P
   const libs = path.join(dir, 'libs');
   const marker = path.join(dir, '.complete');
   const digest = crypto.createHash('sha256').update(fs.readFileSync(POM)).digest('hex');
-  const complete = () => fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
+  const complete = () =>
+    fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
   if (complete()) return libs;
 
   await checkJava();

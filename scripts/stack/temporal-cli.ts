@@ -48,8 +48,7 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
     if (!found) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv}: no executable file there`);
     return found;
   }
-  const found =
-    onPath('temporal') ?? executable(path.join(os.homedir(), 'go', 'bin', 'temporal'));
+  const found = onPath('temporal') ?? executable(path.join(os.homedir(), 'go', 'bin', 'temporal'));
   if (found) return found;
   const binDir = goBinDir();
   if (!binDir) return undefined;
@@ -72,7 +71,11 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
  * `eval "$(npm run -s stack)"` works. The launcher lives in the cache, one per binary.
  */
 export function stdoutToStderrLauncher(cliPath: string): string {
-  const dir = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'launchers');
+  const dir = path.join(
+    process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
+    'expiry-reminder',
+    'launchers',
+  );
   const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}.sh`;
   const file = path.join(dir, name);
   const script = `#!/bin/sh\nexec '${cliPath.replace(/'/g, `'\\''`)}' "$@" 1>&2\n`;

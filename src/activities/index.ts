@@ -107,7 +107,10 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     );
     for (const claim of claims) {
       if (claim.busy) {
-        log.info({ ownerUserId: claim.ownerUserId, jobRunId: input.correlationId }, 'owner busy in another transaction, retried later');
+        log.info(
+          { ownerUserId: claim.ownerUserId, jobRunId: input.correlationId },
+          'owner busy in another transaction, retried later',
+        );
       }
       for (const doc of claim.won) {
         log.info(
@@ -176,14 +179,21 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
      * a continued run's settings are validated the same way. Invalid input fails the cycle at once
      * (non-retryable) with a message naming each bad field.
      */
-    async resolveCycleSettings(request: { input: unknown; jobRunId: string; defaultAsOf: string }): Promise<CycleSettings> {
+    async resolveCycleSettings(request: {
+      input: unknown;
+      jobRunId: string;
+      defaultAsOf: string;
+    }): Promise<CycleSettings> {
       const resolved = resolveSettings(config.cycle, request.input, {
         defaultAsOf: new Date(request.defaultAsOf),
         now: new Date(),
         jobRunId: request.jobRunId,
       });
       if (!resolved.ok) {
-        throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${resolved.problems.join('; ')}`, 'InvalidCycleInput');
+        throw ApplicationFailure.nonRetryable(
+          `Invalid cycle input: ${resolved.problems.join('; ')}`,
+          'InvalidCycleInput',
+        );
       }
       return resolved.settings;
     },

@@ -91,7 +91,9 @@ export async function selectCandidatePage(
   // index scan starts from, and -infinity made it read every entry below the window (measured:
   // 21,616 buffers and 209 ms for an empty page over 10M documents, 4 buffers after).
   const after: PageCursor = cursor ?? { expiresAt: addDays(window.asOfDate, -window.retentionDays - 1), id: NIL_UUID };
-  const pages = await Promise.all(idRanges(slices).map(([from, until]) => selectCandidateSlice(db, window, after, limit, from, until)));
+  const pages = await Promise.all(
+    idRanges(slices).map(([from, until]) => selectCandidateSlice(db, window, after, limit, from, until)),
+  );
   if (pages.length === 1) return pages[0];
   return pages
     .flat()

@@ -15,7 +15,9 @@ const DATE_OID = 1082;
  */
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === DATE_OID ? (value: string) => value : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === DATE_OID
+      ? (value: string) => value
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 export interface PoolOptions {
@@ -39,9 +41,16 @@ export interface SessionLimits {
  * keepalives are the server's (`tcp_keepalives_*`): they are what ends a backend whose client vanished
  * without closing the socket; the client's own keepalive only notices the loss on the worker's side.
  */
-export function sessionParameters(limits: SessionLimits): Pick<
+export function sessionParameters(
+  limits: SessionLimits,
+): Pick<
   pg.PoolConfig,
-  'statement_timeout' | 'query_timeout' | 'idle_in_transaction_session_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis' | 'options'
+  | 'statement_timeout'
+  | 'query_timeout'
+  | 'idle_in_transaction_session_timeout'
+  | 'keepAlive'
+  | 'keepAliveInitialDelayMillis'
+  | 'options'
 > {
   const keepaliveSeconds = Math.ceil(limits.tcpKeepaliveIdleMs / 1000);
   return {

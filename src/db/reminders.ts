@@ -69,7 +69,10 @@ export interface ClaimPlaceholders {
  * threshold) and `due` (those not reminded at or below their current threshold): the scan's predicate,
  * per owner. `cycle preview` runs it alone; {@link claimCtes} writes after it.
  */
-export function dueCtes(owners: string, $: Pick<ClaimPlaceholders, 'asOfDate' | 'thresholds' | 'retentionDays'>): string {
+export function dueCtes(
+  owners: string,
+  $: Pick<ClaimPlaceholders, 'asOfDate' | 'thresholds' | 'retentionDays'>,
+): string {
   return `candidates as (
        select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
               d.expires_at - ${$.asOfDate}::date as days_left,
@@ -156,7 +159,13 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
  * @returns one entry per distinct requested owner, in request order.
  */
 export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
-  const { rows } = await db.query<{ owner_user_id: string; busy: boolean; due: number; inserted: number; won: WonDocument[] }>(
+  const { rows } = await db.query<{
+    owner_user_id: string;
+    busy: boolean;
+    due: number;
+    inserted: number;
+    won: WonDocument[];
+  }>(
     `with requested as (
        select o.id as owner_user_id, min(o.ord) as ord
          from unnest($1::uuid[]) with ordinality as o(id, ord)

@@ -14,7 +14,11 @@ export interface ScanPosition extends PageCursor {
 }
 
 /** Where page `page` of cycle `cycleId` ended, or undefined when no such page was read. */
-export async function selectScanPosition(db: Queryable, cycleId: string, page: number): Promise<PageCursor | undefined> {
+export async function selectScanPosition(
+  db: Queryable,
+  cycleId: string,
+  page: number,
+): Promise<PageCursor | undefined> {
   const { rows } = await db.query<{ expires_at: string; document_id: string }>(
     `select expires_at, document_id from profile.document_expiry_reminder_scan_positions where cycle_id = $1 and page = $2`,
     [cycleId, page],

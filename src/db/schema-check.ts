@@ -12,8 +12,16 @@ const READ_COLUMNS: Record<string, string> = {
 };
 
 const OUTBOX_COLUMNS = [
-  'id', 'aggregate_type', 'aggregate_id', 'topic', 'message_key', 'event_type', 'contract_version', 'payload',
-  'correlation_id', 'trace_context',
+  'id',
+  'aggregate_type',
+  'aggregate_id',
+  'topic',
+  'message_key',
+  'event_type',
+  'contract_version',
+  'payload',
+  'correlation_id',
+  'trace_context',
 ];
 
 /** Problems with the schema as the worker's role sees it; empty when the worker can run. */
@@ -31,7 +39,8 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
   );
   const present = new Set(outbox.map((r) => r.column_name));
   const missing = OUTBOX_COLUMNS.filter((c) => !present.has(c));
-  if (missing.length > 0) problems.push(`profile.outbox_messages: missing or not writable columns ${missing.join(', ')}`);
+  if (missing.length > 0)
+    problems.push(`profile.outbox_messages: missing or not writable columns ${missing.join(', ')}`);
   const { rows: index } = await db.query<{ indexdef: string }>(
     `select indexdef from pg_indexes where schemaname = 'profile' and indexname = 'ux_document_expiry_reminders_dedupe'`,
   );

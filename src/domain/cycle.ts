@@ -202,7 +202,9 @@ export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, st
         `${MAX_JOB_RUN_ID_LENGTH}, which is what the outbox's correlation_id holds; start the cycle with a shorter id`,
     );
   }
-  const unknown = Object.keys(fields).filter((k) => k !== 'continuation' && !(CYCLE_INPUT_FIELDS as readonly string[]).includes(k));
+  const unknown = Object.keys(fields).filter(
+    (k) => k !== 'continuation' && !(CYCLE_INPUT_FIELDS as readonly string[]).includes(k),
+  );
   for (const key of unknown) {
     problems.push(`unknown field ${JSON.stringify(key)}: expected only ${CYCLE_INPUT_FIELDS.join(', ')}`);
   }
@@ -211,7 +213,9 @@ export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, st
       problems.push('continuation: expected no other field beside it (a continued run keeps its settings)');
     }
     problems.push(...continuationProblems(defaults, fields.continuation, start.now));
-    return problems.length > 0 ? { ok: false, problems } : { ok: true, settings: (fields.continuation as CycleContinuation).settings };
+    return problems.length > 0
+      ? { ok: false, problems }
+      : { ok: true, settings: (fields.continuation as CycleContinuation).settings };
   }
   const resolved = resolveOverrides(defaults, fields as CycleInput, start);
   if (!resolved.ok) problems.push(...resolved.problems);
@@ -279,7 +283,8 @@ const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) =>
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function exactFieldProblems(name: string, value: unknown, fields: readonly string[]): string[] {
-  if (!isPlainObject(value)) return [`${name}: expected an object with ${fields.join(', ')}, got ${describeValue(value)}`];
+  if (!isPlainObject(value))
+    return [`${name}: expected an object with ${fields.join(', ')}, got ${describeValue(value)}`];
   const keys = Object.keys(value);
   const missing = fields.filter((f) => !keys.includes(f));
   const extra = keys.filter((k) => !fields.includes(k));
@@ -313,20 +318,31 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
     );
     if (!again.ok) problems.push(...again.problems.map((p) => `continuation.settings.${p}`));
     else if (again.settings.asOfDate !== given.asOfDate) {
-      problems.push(`continuation.settings.asOfDate=${JSON.stringify(given.asOfDate)}: expected ${again.settings.asOfDate}, the UTC date of asOf`);
+      problems.push(
+        `continuation.settings.asOfDate=${JSON.stringify(given.asOfDate)}: expected ${again.settings.asOfDate}, the UTC date of asOf`,
+      );
     }
-    problems.push(...wholeNumberProblem('continuation.settings.busyRetryWindowMs', given.busyRetryWindowMs, 0, 86_400_000));
+    problems.push(
+      ...wholeNumberProblem('continuation.settings.busyRetryWindowMs', given.busyRetryWindowMs, 0, 86_400_000),
+    );
   }
   problems.push(...wholeNumberProblem('continuation.startedAtMs', c.startedAtMs as number, 0, now.getTime()));
   problems.push(...wholeNumberProblem('continuation.runs', c.runs as number, 2, 1_000_000));
   const counts = exactFieldProblems('continuation.counts', c.counts, COUNT_FIELDS);
   problems.push(...counts);
   if (counts.length === 0) {
-    for (const f of COUNT_FIELDS) problems.push(...wholeNumberProblem(`continuation.counts.${f}`, (c.counts as CycleCounts)[f], 0));
+    for (const f of COUNT_FIELDS)
+      problems.push(...wholeNumberProblem(`continuation.counts.${f}`, (c.counts as CycleCounts)[f], 0));
   }
   const busy = c.busyOwnerIds;
-  if (!Array.isArray(busy) || busy.length > MAX_CARRIED_BUSY_OWNERS || busy.some((id) => typeof id !== 'string' || !UUID_RE.test(id))) {
-    problems.push(`continuation.busyOwnerIds: expected an array of at most ${MAX_CARRIED_BUSY_OWNERS} lower-case owner uuids`);
+  if (
+    !Array.isArray(busy) ||
+    busy.length > MAX_CARRIED_BUSY_OWNERS ||
+    busy.some((id) => typeof id !== 'string' || !UUID_RE.test(id))
+  ) {
+    problems.push(
+      `continuation.busyOwnerIds: expected an array of at most ${MAX_CARRIED_BUSY_OWNERS} lower-case owner uuids`,
+    );
   }
   return problems;
 }

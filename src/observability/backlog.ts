@@ -12,6 +12,8 @@ export function backlogRefresher(pool: pg.Pool, config: Config, metrics: WorkerM
     if (Date.now() - last < minIntervalMs) return;
     last = Date.now();
     const { thresholdsDays, retentionDays } = config.cycle;
-    metrics.backlog.set(await countDueDocuments(pool, { asOfDate: utcDate(new Date()), thresholdsDays, retentionDays }));
+    metrics.backlog.set(
+      await countDueDocuments(pool, { asOfDate: utcDate(new Date()), thresholdsDays, retentionDays }),
+    );
   };
 }

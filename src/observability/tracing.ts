@@ -9,10 +9,16 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  NoopSpanProcessor,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 
 /** Workflow interceptor module of Temporal's OpenTelemetry package, bundled with the workflow code. */
-export const OTEL_WORKFLOW_INTERCEPTORS = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const OTEL_WORKFLOW_INTERCEPTORS =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
 export interface Tracing {
   tracer: otel.Tracer;

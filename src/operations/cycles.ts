@@ -11,7 +11,12 @@ import { createPool, withTransaction, type Queryable } from '../db/pool';
 import { selectDueDocumentsOfOwners } from '../db/preview';
 import type { WonDocument } from '../db/reminders';
 import { WORKFLOW_TYPE } from '../domain/names';
-import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../domain/search-attributes';
+import {
+  REMINDER_AS_OF,
+  REMINDER_OUTCOME,
+  REMINDERS_SENT,
+  TEMPORAL_SCHEDULED_START_TIME,
+} from '../domain/search-attributes';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
 export interface PreviewOwner {
@@ -113,7 +118,14 @@ export interface CycleStatusRow {
   /** The counts of the result, for completed cycles. */
   result?: Pick<
     CycleResult,
-    'status' | 'remindersSent' | 'ownersNotified' | 'skippedAlreadyMarked' | 'failedOwners' | 'documentsSeen' | 'pruned' | 'durationMs'
+    | 'status'
+    | 'remindersSent'
+    | 'ownersNotified'
+    | 'skippedAlreadyMarked'
+    | 'failedOwners'
+    | 'documentsSeen'
+    | 'pruned'
+    | 'durationMs'
   >;
 }
 
@@ -133,7 +145,10 @@ export function cyclesQuery(taskQueue: string): string {
  * attributes the cycle upserts and, for completed ones, the counts of their result. Visibility is
  * eventually consistent: a cycle that just started or ended may show up a moment later.
  */
-export async function listCycles(client: Client, options: { taskQueue: string; limit: number }): Promise<CycleStatusRow[]> {
+export async function listCycles(
+  client: Client,
+  options: { taskQueue: string; limit: number },
+): Promise<CycleStatusRow[]> {
   const rows: CycleStatusRow[] = [];
   for await (const wf of client.workflow.list({ query: cyclesQuery(options.taskQueue), pageSize: options.limit })) {
     const sa = wf.typedSearchAttributes;

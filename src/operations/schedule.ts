@@ -19,7 +19,9 @@ import { scheduledCycleMetadata } from '../temporal/ui-metadata';
 
 type CycleWorkflow = typeof documentExpiryReminderCycle;
 
-function desired(config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
+function desired(
+  config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>,
+): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
   const action: ScheduleOptionsStartWorkflowAction<CycleWorkflow> = {
     type: 'startWorkflow',
     workflowType: WORKFLOW_TYPE,
@@ -128,7 +130,10 @@ export async function triggerSchedule(client: Client, scheduleId: string = SCHED
 /** The workflow ids the schedule has started or is running, to tell a trigger's cycle from earlier ones. */
 export async function scheduleActionIds(client: Client, scheduleId: string): Promise<Set<string>> {
   const { info } = await client.schedule.getHandle(scheduleId).describe();
-  return new Set([...info.recentActions.map((a) => a.action.workflow.workflowId), ...info.runningActions.map((a) => a.workflow.workflowId)]);
+  return new Set([
+    ...info.recentActions.map((a) => a.action.workflow.workflowId),
+    ...info.runningActions.map((a) => a.workflow.workflowId),
+  ]);
 }
 
 /**
@@ -149,9 +154,14 @@ export async function cycleStartedBy(
     const running = info.runningActions[0];
     const action = started ?? (running && before.has(running.workflow.workflowId) ? running : undefined);
     if (action) {
-      return { workflowId: action.workflow.workflowId, firstExecutionRunId: action.workflow.firstExecutionRunId, skipped: !started };
+      return {
+        workflowId: action.workflow.workflowId,
+        firstExecutionRunId: action.workflow.firstExecutionRunId,
+        skipped: !started,
+      };
     }
-    if (Date.now() > deadline) throw new Error(`schedule ${scheduleId} recorded no cycle within ${timeoutMs / 1000} s of the trigger`);
+    if (Date.now() > deadline)
+      throw new Error(`schedule ${scheduleId} recorded no cycle within ${timeoutMs / 1000} s of the trigger`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -198,7 +208,10 @@ export async function describeSchedule(client: Client, scheduleId: string = SCHE
   return {
     scheduleId,
     spec: {
-      intervals: (d.spec.intervals ?? []).map((i: IntervalSpecDescription) => ({ everyMs: i.every, offsetMs: i.offset ?? 0 })),
+      intervals: (d.spec.intervals ?? []).map((i: IntervalSpecDescription) => ({
+        everyMs: i.every,
+        offsetMs: i.offset ?? 0,
+      })),
       calendars: d.spec.calendars?.length ?? 0,
       jitterMs: d.spec.jitter,
       startAt: d.spec.startAt?.toISOString(),
@@ -246,7 +259,11 @@ export async function pauseSchedule(client: Client, reason: string, scheduleId: 
 }
 
 /** Unpauses the schedule; `reason` replaces the pause note (the server ignores an empty one). */
-export async function unpauseSchedule(client: Client, reason: string | undefined, scheduleId: string = SCHEDULE_ID): Promise<void> {
+export async function unpauseSchedule(
+  client: Client,
+  reason: string | undefined,
+  scheduleId: string = SCHEDULE_ID,
+): Promise<void> {
   await client.schedule.getHandle(scheduleId).unpause(reason?.trim() || '(no reason provided)');
 }
 
@@ -291,7 +308,10 @@ export function intervalActionTimes(
     const phase = (((offsetMs - start.getTime()) % everyMs) + everyMs) % everyMs;
     for (let t = start.getTime() + phase; t <= end.getTime() && times.size <= limit; t += everyMs) times.add(t);
   }
-  return [...times].sort((a, b) => a - b).slice(0, limit + 1).map((t) => new Date(t));
+  return [...times]
+    .sort((a, b) => a - b)
+    .slice(0, limit + 1)
+    .map((t) => new Date(t));
 }
 
 /** What `schedule backfill` did. */

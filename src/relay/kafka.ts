@@ -1,6 +1,14 @@
 /** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
 import fs from 'node:fs';
-import { Kafka, logLevel as KafkaLogLevel, type Admin, type IHeaders, type KafkaConfig, type Message, type SASLOptions } from 'kafkajs';
+import {
+  Kafka,
+  logLevel as KafkaLogLevel,
+  type Admin,
+  type IHeaders,
+  type KafkaConfig,
+  type Message,
+  type SASLOptions,
+} from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
@@ -19,14 +27,16 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
     // The relay retries whole batches itself, with its own backoff and timeout.
     retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
     logLevel: KafkaLogLevel.WARN,
-    logCreator: () => ({ namespace, level, log: line }) => {
-      if (!log) return;
-      const { message, ...rest } = line;
-      const fields = { namespace, ...rest };
-      if (level === KafkaLogLevel.ERROR) log.error(fields, message);
-      else if (level === KafkaLogLevel.WARN) log.warn(fields, message);
-      else log.debug(fields, message);
-    },
+    logCreator:
+      () =>
+      ({ namespace, level, log: line }) => {
+        if (!log) return;
+        const { message, ...rest } = line;
+        const fields = { namespace, ...rest };
+        if (level === KafkaLogLevel.ERROR) log.error(fields, message);
+        else if (level === KafkaLogLevel.WARN) log.warn(fields, message);
+        else log.debug(fields, message);
+      },
   };
   return new Kafka(options);
 }
@@ -36,11 +46,19 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
  * partition has a leader; a producer racing a fresh topic on KRaft otherwise fails with "This server
  * does not host this topic-partition".
  */
-export async function ensureTopic(admin: Admin, topic: string, partitions: number, replicationFactor: number): Promise<void> {
+export async function ensureTopic(
+  admin: Admin,
+  topic: string,
+  partitions: number,
+  replicationFactor: number,
+): Promise<void> {
   const existing = await admin.listTopics();
   if (!existing.includes(topic)) {
     try {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor }] });
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic, numPartitions: partitions, replicationFactor }],
+      });
     } catch (err) {
       if ((err as { type?: string }).type !== 'TOPIC_ALREADY_EXISTS') throw err;
     }

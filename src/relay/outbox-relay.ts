@@ -81,7 +81,12 @@ export class OutboxRelay {
     const admin = this.deps.kafka.admin();
     await admin.connect();
     try {
-      await ensureTopic(admin, TOPIC, this.deps.config.kafka.topicPartitions, this.deps.config.kafka.topicReplicationFactor);
+      await ensureTopic(
+        admin,
+        TOPIC,
+        this.deps.config.kafka.topicPartitions,
+        this.deps.config.kafka.topicReplicationFactor,
+      );
       this.topicReady = true;
     } finally {
       await admin.disconnect().catch(() => {});
@@ -112,7 +117,10 @@ export class OutboxRelay {
       if ('failed' in outcome) {
         failures += 1;
         const delay = backoff(failures, this.deps.config.relay.maxBackoffMs);
-        this.log.warn({ err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay }, 'publish failed, backing off');
+        this.log.warn(
+          { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay },
+          'publish failed, backing off',
+        );
         await this.resetProducer();
         // New rows must not cut the backoff short while the broker is down.
         await this.sleep(delay, false);
@@ -240,7 +248,7 @@ export class OutboxRelay {
     if (Date.now() - this.lastCleanup < cleanupIntervalMs) return;
     this.lastCleanup = Date.now();
     let deleted = 0;
-    for (let n = -1; n !== 0 && !this.stopping; ) {
+    for (let n = -1; n !== 0 && !this.stopping;) {
       n = await deletePublished(this.deps.pool, retentionMs / 1000, 5_000);
       deleted += n;
     }
@@ -250,7 +258,10 @@ export class OutboxRelay {
   /** LISTEN on a dedicated session; reconnects on loss (polling covers the gap). */
   private async listen(): Promise<void> {
     if (this.stopping) return;
-    const client = new pg.Client({ connectionString: this.deps.listenUrl, application_name: 'expiry-reminder-relay-listen' });
+    const client = new pg.Client({
+      connectionString: this.deps.listenUrl,
+      application_name: 'expiry-reminder-relay-listen',
+    });
     client.on('notification', () => this.wakeUp?.());
     client.on('error', (err) => {
       this.log.warn({ err: redactUrl(err.message) }, 'LISTEN connection lost; polling until it is back');

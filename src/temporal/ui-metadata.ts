@@ -2,15 +2,21 @@
 import type { Config } from '../config';
 
 /** Summary and details of the cycles the schedule starts (AsOf = each run's action time). */
-export function scheduledCycleMetadata(config: Pick<Config, 'cycle'>): { staticSummary: string; staticDetails: string } {
+export function scheduledCycleMetadata(config: Pick<Config, 'cycle'>): {
+  staticSummary: string;
+  staticDetails: string;
+} {
   return {
     staticSummary: 'Document expiry reminders: scheduled cycle',
-    staticDetails: cycleDetails('the schedule\'s action time (UTC date)', config.cycle.thresholdsDays),
+    staticDetails: cycleDetails("the schedule's action time (UTC date)", config.cycle.thresholdsDays),
   };
 }
 
 /** Summary and details of a cycle started by hand. */
-export function manualCycleMetadata(asOf: string | undefined, config: Pick<Config, 'cycle'>): { staticSummary: string; staticDetails: string } {
+export function manualCycleMetadata(
+  asOf: string | undefined,
+  config: Pick<Config, 'cycle'>,
+): { staticSummary: string; staticDetails: string } {
   return {
     staticSummary: `Document expiry reminders: manual cycle as of ${asOf ?? 'now'}`,
     staticDetails: cycleDetails(asOf ?? 'the start of the cycle (UTC date)', config.cycle.thresholdsDays),

@@ -79,9 +79,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: config.temporal.namespace,
     taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
     // A prebuilt bundle must include OTEL_WORKFLOW_INTERCEPTORS itself (see bundleWorkflowCode).
-    ...(deps.workflowBundle
-      ? { workflowBundle: deps.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH }),
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     interceptors: {
       workflowModules: workflowSide.workflowModules,
       activity: [

@@ -20,7 +20,14 @@ export async function buildWorkflowBundle(workflowsPath: string): Promise<string
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     workflowInterceptorModules: [OTEL_WORKFLOW_INTERCEPTORS],
-    logger: { trace: noop, debug: noop, info: noop, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`), log: noop },
+    logger: {
+      trace: noop,
+      debug: noop,
+      info: noop,
+      warn: (m) => process.stderr.write(`${m}\n`),
+      error: (m) => process.stderr.write(`${m}\n`),
+      log: noop,
+    },
   });
   return code;
 }
@@ -39,7 +46,9 @@ if (require.main === module) {
   buildWorkflowBundle(require.resolve('../workflows'))
     .then((code) => {
       fs.writeFileSync(out, code);
-      process.stdout.write(`workflow bundle: ${path.relative(process.cwd(), out)} (${Math.round(code.length / 1024)} KiB)\n`);
+      process.stdout.write(
+        `workflow bundle: ${path.relative(process.cwd(), out)} (${Math.round(code.length / 1024)} KiB)\n`,
+      );
     })
     .catch((err: Error) => {
       process.stderr.write(`workflow bundle failed: ${err.stack ?? err.message}\n`);

@@ -35,7 +35,12 @@ import {
   type CycleSettings,
   type CycleStatus,
 } from '../domain/cycle';
-import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT, TEMPORAL_SCHEDULED_START_TIME } from '../domain/search-attributes';
+import {
+  REMINDER_AS_OF,
+  REMINDER_OUTCOME,
+  REMINDERS_SENT,
+  TEMPORAL_SCHEDULED_START_TIME,
+} from '../domain/search-attributes';
 import { cycleProgressQuery } from '../domain/progress';
 import type { CycleSinks } from './sinks';
 
@@ -251,7 +256,11 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   let pruned = 0;
   if (status !== 'cancelled') {
     pruned = await CancellationScope.nonCancellable(() =>
-      pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays, cycleId: info.firstExecutionRunId }),
+      pruneReminders({
+        asOfDate: settings.asOfDate,
+        retentionDays: settings.retentionDays,
+        cycleId: info.firstExecutionRunId,
+      }),
     );
   }
 
@@ -269,7 +278,9 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     { key: REMINDER_OUTCOME, value: status },
     { key: REMINDERS_SENT, value: counts.remindersSent },
   ]);
-  setCurrentDetails(`**${status}** · ${progressLine(settings, counts, state.runs)} · pruned ${pruned} · ${result.durationMs} ms`);
+  setCurrentDetails(
+    `**${status}** · ${progressLine(settings, counts, state.runs)} · pruned ${pruned} · ${result.durationMs} ms`,
+  );
   cycleMetrics.cycleEnded(result);
   log.info('cycle completed', { ...result, prunedCount: pruned });
   return result;
@@ -387,20 +398,25 @@ class OwnerGroupWindow {
     const { settings, jobRunId, counts } = this;
     const first = ownerUserIds[0];
     const owners =
-      ownerUserIds.length === 1 ? `owner ${first}` : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
+      ownerUserIds.length === 1
+        ? `owner ${first}`
+        : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
-      remindOwnerGroup.executeWithOptions({ ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners }, [
-        {
-          ownerUserIds,
-          asOf: settings.asOf,
-          asOfDate: settings.asOfDate,
-          thresholdsDays: settings.thresholdsDays,
-          retentionDays: settings.retentionDays,
-          correlationId: jobRunId,
-          lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
-        },
-      ]),
+      remindOwnerGroup.executeWithOptions(
+        { ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners },
+        [
+          {
+            ownerUserIds,
+            asOf: settings.asOf,
+            asOfDate: settings.asOfDate,
+            thresholdsDays: settings.thresholdsDays,
+            retentionDays: settings.retentionDays,
+            correlationId: jobRunId,
+            lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
+          },
+        ],
+      ),
     )
       .then(
         (r) => {
@@ -411,7 +427,12 @@ class OwnerGroupWindow {
         (err: unknown) => {
           counts.failedOwners += ownerUserIds.length;
           for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
-          log.warn('owner group failed', { jobRunId, owners: ownerUserIds.length, firstOwnerUserId: first, error: describeFailure(err) });
+          log.warn('owner group failed', {
+            jobRunId,
+            owners: ownerUserIds.length,
+            firstOwnerUserId: first,
+            error: describeFailure(err),
+          });
         },
       )
       .finally(() => {

@@ -31,7 +31,8 @@ test.each([[[30, 7, 1, 0]], [[14, 3]], [[0]], [[90, 30, 7]], [[365, 1]]])(
       [AS_OF_DATE, thresholds],
     );
     expect(rows).toHaveLength(521);
-    for (const r of rows) expect([r.days_left, r.current]).toEqual([r.days_left, currentThreshold(r.days_left, thresholds) ?? null]);
+    for (const r of rows)
+      expect([r.days_left, r.current]).toEqual([r.days_left, currentThreshold(r.days_left, thresholds) ?? null]);
   },
 );
 
@@ -53,14 +54,22 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
   await insertDocuments(
     db.admin,
     AS_OF_DATE,
-    Array.from({ length: 400 }, (_, i) => ({ daysLeft: (i % 125) - 92, ownerUserId: i % 3 === 0 ? undefined : crypto.randomUUID() })),
+    Array.from({ length: 400 }, (_, i) => ({
+      daysLeft: (i % 125) - 92,
+      ownerUserId: i % 3 === 0 ? undefined : crypto.randomUUID(),
+    })),
   );
   // Some documents already reminded, so the pages skip them.
   const { rows: some } = await db.admin.query<{ owner_user_id: string }>(
     `select owner_user_id from profile.person_documents order by id limit 60`,
   );
   await withTransaction(db.worker, (tx) =>
-    claimOwners(tx, { ...WINDOW, ownerUserIds: some.map((r) => r.owner_user_id), asOf: `${AS_OF_DATE}T03:00:00Z`, correlationId: 'candidates-test' }),
+    claimOwners(tx, {
+      ...WINDOW,
+      ownerUserIds: some.map((r) => r.owner_user_id),
+      asOf: `${AS_OF_DATE}T03:00:00Z`,
+      correlationId: 'candidates-test',
+    }),
   );
 
   for (const slices of [2, 3, 7]) {

@@ -6,7 +6,15 @@ import { resultWithProgress } from '../../src/operations/progress';
 import type { CycleResult } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
-import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+import {
+  connectClient,
+  createTestDatabase,
+  resetData,
+  startTestWorker,
+  testConfig,
+  type TestDatabase,
+  type TestWorker,
+} from '../support/stack';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };
@@ -47,7 +55,10 @@ beforeAll(async () => {
   w = await startTestWorker(db, { taskQueue });
 });
 afterAll(async () => {
-  await temporal?.client.schedule.getHandle(scheduleId).delete().catch(() => {});
+  await temporal?.client.schedule
+    .getHandle(scheduleId)
+    .delete()
+    .catch(() => {});
   await w?.stop();
   await temporal?.close();
   await db?.close();
@@ -117,13 +128,18 @@ test('schedule trigger --wait prints the cycle it started and its result; stdout
   );
   expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([printed.workflowId, printed.workflowId]);
   // Whatever progress was shown went to stderr, as whole lines in this non-terminal run.
-  for (const line of stderrOfLastCli.split('\n').filter(Boolean)) expect(line).toMatch(/^cycle as of \d{4}-\d{2}-\d{2} · page \d+ · owners \d+ done/);
+  for (const line of stderrOfLastCli.split('\n').filter(Boolean))
+    expect(line).toMatch(/^cycle as of \d{4}-\d{2}-\d{2} · page \d+ · owners \d+ done/);
 });
 
 test('the progress line follows a running cycle through its query and never runs ahead of the result', async () => {
   await resetData(db);
   const asOf = '2025-06-01';
-  await insertDocuments(db.admin, asOf, Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 31 })));
+  await insertDocuments(
+    db.admin,
+    asOf,
+    Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 31 })),
+  );
   const handle = await temporal.client.workflow.start('documentExpiryReminderCycle', {
     taskQueue,
     workflowId: `client-test-progress-${crypto.randomUUID()}`,
@@ -137,7 +153,8 @@ test('the progress line follows a running cycle through its query and never runs
   expect(lines.length).toBeGreaterThan(1);
   let previous = -1;
   for (const line of lines) {
-    const m = /^cycle as of 2025-06-01 · page (\d+) · owners (\d+) done, (\d+) failed · (\d+) reminders · \d+ s\n$/.exec(line);
+    const m =
+      /^cycle as of 2025-06-01 · page (\d+) · owners (\d+) done, (\d+) failed · (\d+) reminders · \d+ s\n$/.exec(line);
     expect(m).not.toBeNull();
     const reminders = Number(m![4]);
     expect(reminders).toBeGreaterThanOrEqual(previous);

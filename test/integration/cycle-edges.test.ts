@@ -64,17 +64,34 @@ test('resolution 2: after adding 14, a document 5 days out that was reminded at 
   expect(later.remindersSent).toBe(0);
   expect(await outbox(db.admin)).toHaveLength(1);
   expect((await markers(db.admin)).map((m) => m.threshold_days)).toEqual([30, 7]);
-  expect((await outbox(db.admin))[0].payload.documents[0]).toEqual(expect.objectContaining({ documentId: doc.id, thresholdDays: 7 }));
+  expect((await outbox(db.admin))[0].payload.documents[0]).toEqual(
+    expect.objectContaining({ documentId: doc.id, thresholdDays: 7 }),
+  );
 });
 
 test('a cycle over more owners than one run may hold continues as new and keeps its totals', async () => {
-  const docs = await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 40 }, (_, i) => ({ daysLeft: i % 8 })));
+  const docs = await insertDocuments(
+    db.admin,
+    AS_OF_DATE,
+    Array.from({ length: 40 }, (_, i) => ({ daysLeft: i % 8 })),
+  );
 
-  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, batchSize: 4, maxHistoryEvents: 60 });
+  const handle = await startCycle(temporal.client, w.taskQueue, {
+    asOf: AS_OF_DATE,
+    batchSize: 4,
+    maxHistoryEvents: 60,
+  });
   const result = (await handle.result()) as CycleResult;
 
   expect(result).toEqual(
-    expect.objectContaining({ status: 'completed', remindersSent: 40, ownersNotified: 40, ownersProcessed: 40, documentsSeen: 40, failedOwners: 0 }),
+    expect.objectContaining({
+      status: 'completed',
+      remindersSent: 40,
+      ownersNotified: 40,
+      ownersProcessed: 40,
+      documentsSeen: 40,
+      failedOwners: 0,
+    }),
   );
   expect(result.runs).toBeGreaterThan(1);
   expect(result.pages).toBe(11);
@@ -104,7 +121,11 @@ test('an owner whose documents land on different pages gets one event per cycle'
 });
 
 test('the time limit ends the cycle as time-limit and the next cycle reminds the rest, nobody twice', async () => {
-  const docs = await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 300 }, () => ({ daysLeft: 1 })));
+  const docs = await insertDocuments(
+    db.admin,
+    AS_OF_DATE,
+    Array.from({ length: 300 }, () => ({ daysLeft: 1 })),
+  );
 
   const limited = await cycle({ ownerConcurrency: 1, batchSize: 50, maxRunDurationMs: 700 });
 
@@ -127,7 +148,9 @@ test('an owner that still fails after its retries is counted and the others are 
   try {
     const result = await cycle();
 
-    expect(result).toEqual(expect.objectContaining({ status: 'completed', failedOwners: 1, remindersSent: 2, ownersNotified: 2 }));
+    expect(result).toEqual(
+      expect.objectContaining({ status: 'completed', failedOwners: 1, remindersSent: 2, ownersNotified: 2 }),
+    );
     const rows = await outbox(db.admin);
     expect(rows.map((r) => r.aggregate_id)).not.toContain(bad);
     expect((await markers(db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);

@@ -117,11 +117,17 @@ describe('a run cannot undo the ledger', () => {
       [old.id, old.ownerUserId, old.expiresAt],
     );
 
-    const failure = await failureOf(await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 0 }));
+    const failure = await failureOf(
+      await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 0 }),
+    );
 
-    expect(failure.message).toContain('retentionDays=0: expected the configured retention, 90 (REMINDER_RETENTION_DAYS)');
+    expect(failure.message).toContain(
+      'retentionDays=0: expected the configured retention, 90 (REMINDER_RETENTION_DAYS)',
+    );
     expect(await markers(db.admin)).toHaveLength(1);
-    const ok = (await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 90 })).result()) as CycleResult;
+    const ok = (await (
+      await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 90 })
+    ).result()) as CycleResult;
     expect(ok).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 0, pruned: 0 }));
     expect(await markers(db.admin)).toHaveLength(1);
   });
@@ -129,20 +135,35 @@ describe('a run cannot undo the ledger', () => {
   test.each([
     ['null', null, 'the input must be an object such as {} or {"asOf": "2026-12-01"}, got null'],
     ['a string', '2026-09-02', 'got the string "2026-09-02"'],
-    ['an unknown field (a typo for asOf)', { asof: '2026-09-02' }, 'unknown field "asof": expected only asOf, thresholdsDays'],
+    [
+      'an unknown field (a typo for asOf)',
+      { asof: '2026-09-02' },
+      'unknown field "asof": expected only asOf, thresholdsDays',
+    ],
     ['a null continuation', { continuation: null }, 'continuation: expected an object with settings'],
-    ['a thresholds list with ten years and more', { thresholdsDays: [36500, 7] }, 'every threshold must be at most 3650 days'],
-  ])('input with %s fails the cycle once, with a message, instead of looping on workflow-task failures', async (_what, input, message) => {
-    await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+    [
+      'a thresholds list with ten years and more',
+      { thresholdsDays: [36500, 7] },
+      'every threshold must be at most 3650 days',
+    ],
+  ])(
+    'input with %s fails the cycle once, with a message, instead of looping on workflow-task failures',
+    async (_what, input, message) => {
+      await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
 
-    const failure = await failureOf(await startWith(input), 20_000);
+      const failure = await failureOf(await startWith(input), 20_000);
 
-    expect(failure.message).toContain(message);
-    expect(await outbox(db.admin)).toEqual([]);
-  });
+      expect(failure.message).toContain(message);
+      expect(await outbox(db.admin)).toEqual([]);
+    },
+  );
 
   test('a continuation from outside, well formed, cannot restart a scan position it did not write', async () => {
-    await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 5 }, () => ({ daysLeft: 7 })));
+    await insertDocuments(
+      db.admin,
+      AS_OF_DATE,
+      Array.from({ length: 5 }, () => ({ daysLeft: 7 })),
+    );
     const settings = {
       asOf: `${AS_OF_DATE}T00:00:00.000Z`,
       asOfDate: AS_OF_DATE,
@@ -155,7 +176,13 @@ describe('a run cannot undo the ledger', () => {
       maxHistoryEvents: 9_000,
       busyRetryWindowMs: 70_000,
     };
-    const continuation = { settings, startedAtMs: Date.now() - 1_000, counts: { ...ZERO_COUNTS, pages: 2 }, runs: 2, busyOwnerIds: [] };
+    const continuation = {
+      settings,
+      startedAtMs: Date.now() - 1_000,
+      counts: { ...ZERO_COUNTS, pages: 2 },
+      runs: 2,
+      busyOwnerIds: [],
+    };
 
     const failure = await failureOf(await startWith({ continuation }));
 
@@ -200,8 +227,18 @@ describe('a busy owner is retried, never dropped for the day', () => {
 
     const result = (await handle.result()) as CycleResult;
 
-    expect(result).toEqual(expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 0, remindersSent: 2, ownersProcessed: 2 }));
-    expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([held.ownerUserId, other.ownerUserId].sort());
+    expect(result).toEqual(
+      expect.objectContaining({
+        status: 'completed',
+        ownersBusy: 1,
+        failedOwners: 0,
+        remindersSent: 2,
+        ownersProcessed: 2,
+      }),
+    );
+    expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual(
+      [held.ownerUserId, other.ownerUserId].sort(),
+    );
   });
 
   test('an owner still locked when the retry window ends counts as failed (the workflow logs it by id, the errors metric counts it)', async () => {
@@ -210,9 +247,13 @@ describe('a busy owner is retried, never dropped for the day', () => {
     const [held] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
     const release = await holdOwner(held.ownerUserId);
     try {
-      const result = (await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })).result()) as CycleResult;
+      const result = (await (
+        await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })
+      ).result()) as CycleResult;
 
-      expect(result).toEqual(expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 1, remindersSent: 1 }));
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 1, remindersSent: 1 }),
+      );
     } finally {
       await release();
     }
@@ -226,7 +267,11 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
   });
 
   test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
-    await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 6 }, () => ({ daysLeft: 7 })));
+    await insertDocuments(
+      db.admin,
+      AS_OF_DATE,
+      Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
+    );
     await slowMarks(2);
     // Page 1's end position vanishes as it is written, so reading page 2 ahead fails for good.
     await db.admin.query(`
@@ -241,10 +286,18 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
   });
 
   test('a cancel request while the run drains before continuing as new stops the cycle there', async () => {
-    await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 6 }, () => ({ daysLeft: 7 })));
+    await insertDocuments(
+      db.admin,
+      AS_OF_DATE,
+      Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
+    );
     await slowMarks(2);
     // The smallest history budget: the run continues as new after its first page, once its owners drain.
-    const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 10 });
+    const handle = await startCycle(temporal.client, w.taskQueue, {
+      asOf: AS_OF_DATE,
+      batchSize: 2,
+      maxHistoryEvents: 10,
+    });
     await waitFor(async () => {
       const { rows } = await db.admin.query(`select 1 from pg_stat_activity where wait_event = 'PgSleep'`);
       return rows.length > 0;
@@ -265,7 +318,11 @@ test('no document value in any run of a cycle that pages one document at a time 
     AS_OF_DATE,
     [3, 5, 6, 9, 12, 20].map((daysLeft) => ({ daysLeft, numberMask: `**** ${crypto.randomInt(100000, 999999)}` })),
   );
-  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, batchSize: 1, maxHistoryEvents: 10 });
+  const handle = await startCycle(temporal.client, w.taskQueue, {
+    asOf: AS_OF_DATE,
+    batchSize: 1,
+    maxHistoryEvents: 10,
+  });
   const result = (await handle.result()) as CycleResult;
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 6 }));
   expect(result.runs).toBeGreaterThan(3);
@@ -287,8 +344,9 @@ test('no document value in any run of a cycle that pages one document at a time 
     }
   }
   // The positions stay in PostgreSQL only while the cycle runs.
-  const { rows } = await db.admin.query('select * from profile.document_expiry_reminder_scan_positions where cycle_id = $1', [
-    handle.firstExecutionRunId,
-  ]);
+  const { rows } = await db.admin.query(
+    'select * from profile.document_expiry_reminder_scan_positions where cycle_id = $1',
+    [handle.firstExecutionRunId],
+  );
   expect(rows).toEqual([]);
 });

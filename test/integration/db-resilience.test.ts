@@ -29,7 +29,12 @@ test('every pooled connection terminated at once, busy or idle, fails only the s
   // The fault suite's PostgreSQL restart: a client whose server sends FATAL after its query already
   // failed (or while it idles) must not take the process down with an unheard 'error' event.
   await Promise.all(Array.from({ length: 6 }, () => db.worker.query('select 1')));
-  const busy = Array.from({ length: 4 }, () => db.worker.query('select pg_sleep(5)').then(() => 'done', (e: Error) => e.message));
+  const busy = Array.from({ length: 4 }, () =>
+    db.worker.query('select pg_sleep(5)').then(
+      () => 'done',
+      (e: Error) => e.message,
+    ),
+  );
   await new Promise((r) => setTimeout(r, 200));
   await db.admin.query(
     `select pg_terminate_backend(pid) from pg_stat_activity where usename = 'expiry_reminder_worker' and datname = current_database()`,

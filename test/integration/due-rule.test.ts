@@ -49,7 +49,11 @@ interface ModelDocument {
 }
 
 /** The rule, written plainly: what is due on `asOfDate` under `thresholds`, as "documentId:threshold". */
-function modelDue(docs: ModelDocument[], asOfDate: string, thresholds: number[]): Map<string, { doc: ModelDocument; current: number }> {
+function modelDue(
+  docs: ModelDocument[],
+  asOfDate: string,
+  thresholds: number[],
+): Map<string, { doc: ModelDocument; current: number }> {
   const due = new Map<string, { doc: ModelDocument; current: number }>();
   const max = Math.max(...thresholds);
   for (const doc of docs) {
@@ -70,7 +74,10 @@ function randomThresholds(next: () => number): number[] {
 }
 
 /** Every page of the cycle's scan, as the workflow reads it: the distinct owners, in scan order. */
-async function scanOwners(window: CandidateWindow, batchSize: number): Promise<{ owners: string[]; documents: Set<string> }> {
+async function scanOwners(
+  window: CandidateWindow,
+  batchSize: number,
+): Promise<{ owners: string[]; documents: Set<string> }> {
   const owners: string[] = [];
   const documents = new Set<string>();
   let cursor: { expiresAt: string; id: string } | null = null;
@@ -123,14 +130,19 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
       const scan = await scanOwners(window, batchSize);
       expect([context, [...scan.documents].sort()]).toEqual([context, [...expected.keys()].sort()]);
       const preview = await previewCycle(db.worker, window, batchSize);
-      expect([context, preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort()]).toEqual([
+      expect([
         context,
-        expectedKeys,
-      ]);
+        preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort(),
+      ]).toEqual([context, expectedKeys]);
 
       // The cycle: claim the scanned owners, then prune.
       const claims = await withTransaction(db.worker, (tx) =>
-        claimOwners(tx, { ...window, ownerUserIds: scan.owners, asOf: `${asOfDate}T03:00:00.000Z`, correlationId: `due-rule-${seed}` }),
+        claimOwners(tx, {
+          ...window,
+          ownerUserIds: scan.owners,
+          asOf: `${asOfDate}T03:00:00.000Z`,
+          correlationId: `due-rule-${seed}`,
+        }),
       );
       const won = claims.flatMap((c) => c.won.map((d) => key(d.documentId, d.thresholdDays))).sort();
       expect([context, won]).toEqual([context, expectedKeys]);

@@ -51,7 +51,10 @@ async function consume(groupId: string, count: number): Promise<Received[]> {
   try {
     await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${groupId}: ${received.length} of ${count} messages in 60 s`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${groupId}: ${received.length} of ${count} messages in 60 s`)),
+        60_000,
+      );
       consumer
         .run({
           eachMessage: async ({ partition, message }) => {

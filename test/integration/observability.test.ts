@@ -20,7 +20,15 @@ import { databaseUrl } from '../../scripts/stack/postgres';
 import { createTracing } from '../../src/observability/tracing';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
-import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import {
+  CapturedLogs,
+  connectClient,
+  createTestDatabase,
+  resetData,
+  startCycle,
+  startTestWorker,
+  type TestDatabase,
+} from '../support/stack';
 import { waitFor } from '../support/wait';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -60,7 +68,9 @@ async function startProcess(entry: string, env: Record<string, string>, ready: s
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before it was ready:\n${output.join('')}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`${entry} exited with ${code} before it was ready:\n${output.join('')}`)),
+    );
   });
   return {
     child,
@@ -95,7 +105,6 @@ function metricNames(text: string): Set<string> {
   );
 }
 
-
 test('worker and relay processes: logs carry the five cycle events and no document value or secret; /metrics matches the ledger and outbox; every alert and dashboard metric exists', async () => {
   const today = new Date().toISOString().slice(0, 10);
   const canary = `CANARY${crypto.randomBytes(4).toString('hex')}`;
@@ -107,7 +116,9 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     { daysLeft: -2, numberMask: `**** ${canary}4` },
     { ownerUserId: failing, daysLeft: 1, numberMask: `**** ${canary}5` },
   ]);
-  await db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [`${canary}-cipher`]);
+  await db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [
+    `${canary}-cipher`,
+  ]);
   const undoReject = await rejectOwner(db.admin, failing);
 
   const taskQueue = `obs-${crypto.randomUUID()}`;
@@ -117,7 +128,13 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   // The relay first: its port is bound before the worker looks for a free one for the SDK's exporter.
   const relay = await startProcess(
     'relay',
-    { DATABASE_URL: relayUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, METRICS_PORT: String(relayPort), RELAY_POLL_INTERVAL: '200ms', LOG_LEVEL: 'info' },
+    {
+      DATABASE_URL: relayUrl,
+      KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
+      METRICS_PORT: String(relayPort),
+      RELAY_POLL_INTERVAL: '200ms',
+      LOG_LEVEL: 'info',
+    },
     'relay started',
   );
   const worker = await startProcess(
@@ -132,7 +149,10 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     handle = await startCycle(temporal.client, taskQueue, {});
     const result = (await handle.result()) as { remindersSent: number; failedOwners: number };
     expect(result).toEqual(expect.objectContaining({ remindersSent: 4, failedOwners: 1 }));
-    await waitFor(async () => (await db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0);
+    await waitFor(
+      async () =>
+        (await db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0,
+    );
     workerMetrics = await scrape(workerPort);
     relayMetrics = await scrape(relayPort);
   } finally {
@@ -149,17 +169,25 @@ test('worker and relay processes: logs carry the five cycle events and no docume
       sent.filter((d) => d.thresholdDays === t).length,
     );
   }
-  const carried = (await markers(db.admin)).filter((m) => sent.some((d) => d.documentId === m.document_id && d.thresholdDays === m.threshold_days));
+  const carried = (await markers(db.admin)).filter((m) =>
+    sent.some((d) => d.documentId === m.document_id && d.thresholdDays === m.threshold_days),
+  );
   expect(sent).toHaveLength(carried.length);
   expect(sample(workerMetrics, 'profile_document_expiry_reminder_owners_notified_total')).toBe(rows.length);
   expect(sample(workerMetrics, 'profile_document_expiry_reminder_cycles_total{status="completed"}')).toBe(1);
-  expect(sample(workerMetrics, 'profile_document_expiry_reminder_cycle_duration_seconds_count{status="completed"}')).toBe(1);
+  expect(
+    sample(workerMetrics, 'profile_document_expiry_reminder_cycle_duration_seconds_count{status="completed"}'),
+  ).toBe(1);
   expect(sample(workerMetrics, 'profile_document_expiry_reminder_errors_total{kind="owner"}')).toBe(1);
-  expect(sample(workerMetrics, 'profile_document_expiry_reminder_last_success_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 300);
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_last_success_timestamp_seconds')).toBeGreaterThan(
+    Date.now() / 1000 - 300,
+  );
   // Only the failing owner's document is still due.
   expect(sample(workerMetrics, 'profile_document_expiry_reminder_backlog')).toBe(1);
   expect([...metricNames(workerMetrics)].some((n) => n.startsWith('temporal_'))).toBe(true);
-  expect(sample(relayMetrics, 'profile_outbox_relay_published_total{topic="pin.profile.document-expiry-reminders.v1"}')).toBe(rows.length);
+  expect(
+    sample(relayMetrics, 'profile_outbox_relay_published_total{topic="pin.profile.document-expiry-reminders.v1"}'),
+  ).toBe(rows.length);
   expect(sample(relayMetrics, 'profile_outbox_backlog_messages')).toBe(0);
   expect(sample(relayMetrics, 'profile_outbox_oldest_unpublished_age_seconds')).toBe(0);
 
@@ -167,21 +195,32 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   const scraped = new Set([...metricNames(workerMetrics), ...metricNames(relayMetrics), 'up']);
   const used = new Set<string>();
   for (const file of ['ops/prometheus/alerts.yml', 'ops/grafana/profile-overview.json']) {
-    for (const m of fs.readFileSync(path.join(root, file), 'utf8').matchAll(/\b(?:profile|temporal)_[a-z0-9_]+/g)) used.add(m[0]);
+    for (const m of fs.readFileSync(path.join(root, file), 'utf8').matchAll(/\b(?:profile|temporal)_[a-z0-9_]+/g))
+      used.add(m[0]);
   }
   expect(used.size).toBeGreaterThan(5);
   expect([...used].filter((name) => !scraped.has(name))).toEqual([]);
 
   // Logs: the five events, and no document value, cipher or password anywhere.
   const logText = [...worker.output, ...relay.output].join('');
-  const lines = logText.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const lines = logText
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
   for (const msg of ['cycle started', 'batch selected', 'reminder queued', 'cycle completed', 'owner failed']) {
     expect(lines.filter((l) => l.msg === msg).length).toBeGreaterThan(0);
   }
-  expect(lines.find((l) => l.msg === 'cycle started')).toEqual(expect.objectContaining({ jobRunId: handle.workflowId, asOf: expect.any(String), thresholdsDays: [30, 7, 1, 0] }));
-  expect(lines.find((l) => l.msg === 'owner failed')).toEqual(expect.objectContaining({ ownerUserId: failing, error: expect.stringContaining('22023') }));
-  expect(lines.find((l) => l.msg === 'cycle completed')).toEqual(expect.objectContaining({ remindersSent: 4, prunedCount: 0, durationMs: expect.any(Number) }));
-  for (const secret of [canary, LOCAL_ROLE_PASSWORDS.worker, LOCAL_ROLE_PASSWORDS.relay]) expect(logText).not.toContain(secret);
+  expect(lines.find((l) => l.msg === 'cycle started')).toEqual(
+    expect.objectContaining({ jobRunId: handle.workflowId, asOf: expect.any(String), thresholdsDays: [30, 7, 1, 0] }),
+  );
+  expect(lines.find((l) => l.msg === 'owner failed')).toEqual(
+    expect.objectContaining({ ownerUserId: failing, error: expect.stringContaining('22023') }),
+  );
+  expect(lines.find((l) => l.msg === 'cycle completed')).toEqual(
+    expect.objectContaining({ remindersSent: 4, prunedCount: 0, durationMs: expect.any(Number) }),
+  );
+  for (const secret of [canary, LOCAL_ROLE_PASSWORDS.worker, LOCAL_ROLE_PASSWORDS.relay])
+    expect(logText).not.toContain(secret);
   const history = await historyBytes(handle);
   expect(history.includes(docs[0].id)).toBe(false);
   expect(history.includes(canary)).toBe(false);
@@ -189,7 +228,10 @@ test('worker and relay processes: logs carry the five cycle events and no docume
 
 test('a traced cycle and relay form the span tree cycle → page → owner → outbox publish, correlated by jobRunId', async () => {
   const exporter = new InMemorySpanExporter();
-  const tracing = createTracing({ serviceName: 'expiry-reminder-test', spanProcessor: new SimpleSpanProcessor(exporter) });
+  const tracing = createTracing({
+    serviceName: 'expiry-reminder-test',
+    spanProcessor: new SimpleSpanProcessor(exporter),
+  });
   const owners = [crypto.randomUUID(), crypto.randomUUID()];
   await insertDocuments(db.admin, '2026-09-02', [
     { ownerUserId: owners[0], daysLeft: 7 },
@@ -201,8 +243,19 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   await w.stop();
 
   const relayPool: pg.Pool = createPool({ connectionString: relayUrl, max: 2 });
-  const config = loadConfig({ KAFKA_BROKERS: process.env.KAFKA_BROKERS!, DATABASE_URL: relayUrl, RELAY_POLL_INTERVAL: '200ms' });
-  const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: new CapturedLogs().logger, tracer: tracing.tracer });
+  const config = loadConfig({
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
+    DATABASE_URL: relayUrl,
+    RELAY_POLL_INTERVAL: '200ms',
+  });
+  const relay = new OutboxRelay({
+    pool: relayPool,
+    listenUrl: relayUrl,
+    kafka: createKafka(config),
+    config,
+    logger: new CapturedLogs().logger,
+    tracer: tracing.tracer,
+  });
   await relay.start();
   try {
     await waitFor(async () => exporter.getFinishedSpans().filter((s) => s.name === 'outbox publish').length === 2);
@@ -219,7 +272,9 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   expect(cycle.attributes).toEqual(expect.objectContaining({ correlationId: handle.workflowId, batchSize: 10 }));
   const page = spans.find((s) => s.name === 'page')!;
   expect(parent(page)).toBe(cycle);
-  expect(page.attributes).toEqual(expect.objectContaining({ correlationId: handle.workflowId, documentCount: 2, owners: 2 }));
+  expect(page.attributes).toEqual(
+    expect.objectContaining({ correlationId: handle.workflowId, documentCount: 2, owners: 2 }),
+  );
 
   const publishes = spans.filter((s) => s.name === 'outbox publish');
   expect(publishes.map((s) => s.attributes.ownerUserId).sort()).toEqual([...owners].sort());

@@ -12,7 +12,15 @@ import { addDays, utcDate } from '../../src/domain/thresholds';
 import { withReadOnlySnapshot, type CyclePreview, type CycleStatusRow } from '../../src/operations/cycles';
 import type { BackfillReport, ScheduleReport } from '../../src/operations/schedule';
 import { documentsFingerprint, insertDocuments, markers, outbox } from '../support/data';
-import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+import {
+  connectClient,
+  createTestDatabase,
+  resetData,
+  startTestWorker,
+  testConfig,
+  type TestDatabase,
+  type TestWorker,
+} from '../support/stack';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };
@@ -76,11 +84,20 @@ beforeAll(async () => {
   w = await startTestWorker(db, { taskQueue, config: baseConfig });
 });
 afterAll(async () => {
-  for (const id of schedules) await temporal?.client.schedule.getHandle(id).delete().catch(() => {});
+  for (const id of schedules)
+    await temporal?.client.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => {});
   if (temporal) {
     // Nothing should still run here; a failed test may have left a cycle behind.
-    for await (const wf of temporal.client.workflow.list({ query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"` })) {
-      await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).terminate('operations test cleanup').catch(() => {});
+    for await (const wf of temporal.client.workflow.list({
+      query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
+    })) {
+      await temporal.client.workflow
+        .getHandle(wf.workflowId, wf.runId)
+        .terminate('operations test cleanup')
+        .catch(() => {});
     }
   }
   await w?.stop();
@@ -137,7 +154,9 @@ test('schedule describe shows spec, policies, pause state, next action times and
 
 test('schedule apply on an existing schedule keeps pause state, note, remaining actions and jitter, and restores the configured spec and policies', async () => {
   const scheduleId = newScheduleId();
-  expect(await cli('schedule', 'apply', '--schedule-id', scheduleId)).toEqual(expect.objectContaining({ outcome: 'created' }));
+  expect(await cli('schedule', 'apply', '--schedule-id', scheduleId)).toEqual(
+    expect.objectContaining({ outcome: 'created' }),
+  );
   const handle = temporal.client.schedule.getHandle(scheduleId);
   // What an operator may change by hand: limits, jitter, and (by mistake) the interval and policies.
   await handle.update((s) => ({
@@ -148,15 +167,21 @@ test('schedule apply on an existing schedule keeps pause state, note, remaining 
   }));
   await cli('schedule', 'pause', '--schedule-id', scheduleId, '--reason', 'INC-7: freeze');
   const changed = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
-  expect(changed.spec).toEqual(expect.objectContaining({ intervals: [{ everyMs: 3_600_000, offsetMs: 0 }], jitterMs: 30_000 }));
+  expect(changed.spec).toEqual(
+    expect.objectContaining({ intervals: [{ everyMs: 3_600_000, offsetMs: 0 }], jitterMs: 30_000 }),
+  );
   expect(changed.policies).toEqual({ overlap: 'SKIP', catchupWindowMs: 300_000, pauseOnFailure: true });
   expect(changed.state).toEqual({ paused: true, note: 'INC-7: freeze', remainingActions: 5 });
 
-  expect(await cli('schedule', 'apply', '--schedule-id', scheduleId)).toEqual(expect.objectContaining({ outcome: 'updated' }));
+  expect(await cli('schedule', 'apply', '--schedule-id', scheduleId)).toEqual(
+    expect.objectContaining({ outcome: 'updated' }),
+  );
 
   const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(d.state).toEqual({ paused: true, note: 'INC-7: freeze', remainingActions: 5 });
-  expect(d.spec).toEqual(expect.objectContaining({ intervals: [{ everyMs: 86_400_000, offsetMs: 10_800_000 }], jitterMs: 30_000 }));
+  expect(d.spec).toEqual(
+    expect.objectContaining({ intervals: [{ everyMs: 86_400_000, offsetMs: 10_800_000 }], jitterMs: 30_000 }),
+  );
   expect(d.policies).toEqual({ overlap: 'SKIP', catchupWindowMs: 77_760_000, pauseOnFailure: false });
 });
 
@@ -164,10 +189,16 @@ test('schedule pause requires a reason and stores it as the note; unpause resume
   const scheduleId = newScheduleId();
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
 
-  expect((await cliError('schedule', 'pause', '--schedule-id', scheduleId)).message).toMatch(/required option '--reason <text>'/);
-  expect((await cliError('schedule', 'pause', '--schedule-id', scheduleId, '--reason', '  ')).message).toMatch(/expected some text/);
+  expect((await cliError('schedule', 'pause', '--schedule-id', scheduleId)).message).toMatch(
+    /required option '--reason <text>'/,
+  );
+  expect((await cliError('schedule', 'pause', '--schedule-id', scheduleId, '--reason', '  ')).message).toMatch(
+    /expected some text/,
+  );
 
-  expect(await cli('schedule', 'pause', '--schedule-id', scheduleId, '--reason', 'INC-42: notifications outage')).toEqual({
+  expect(
+    await cli('schedule', 'pause', '--schedule-id', scheduleId, '--reason', 'INC-42: notifications outage'),
+  ).toEqual({
     scheduleId,
     paused: true,
     note: 'INC-42: notifications outage',
@@ -199,7 +230,16 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   // Due at 7 days on the first day only; on the later days its current threshold (7) is already marked.
   const [doc] = await insertDocuments(db.admin, days[0], [{ daysLeft: 7 }]);
 
-  const report = await cli<BackfillReport>('schedule', 'backfill', '--schedule-id', scheduleId, '--from', days[0], '--to', days[2]);
+  const report = await cli<BackfillReport>(
+    'schedule',
+    'backfill',
+    '--schedule-id',
+    scheduleId,
+    '--from',
+    days[0],
+    '--to',
+    days[2],
+  );
 
   expect(report).toEqual({
     scheduleId,
@@ -212,13 +252,19 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   });
   // The workflow ids repeat whenever these days are backfilled again (a reused stack): find this
   // schedule's runs by the schedule id Temporal records on them.
-  const runs = await eventually(async () => {
-    const found: WorkflowExecutionInfo[] = [];
-    for await (const wf of temporal.client.workflow.list({ query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"` })) {
-      found.push(wf);
-    }
-    return found.length === 3 ? found.sort((x, y) => x.startTime.getTime() - y.startTime.getTime()) : undefined;
-  }, 'three completed cycles', 60_000);
+  const runs = await eventually(
+    async () => {
+      const found: WorkflowExecutionInfo[] = [];
+      for await (const wf of temporal.client.workflow.list({
+        query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
+      })) {
+        found.push(wf);
+      }
+      return found.length === 3 ? found.sort((x, y) => x.startTime.getTime() - y.startTime.getTime()) : undefined;
+    },
+    'three completed cycles',
+    60_000,
+  );
   const results = await Promise.all(
     runs.map(async (wf) => (await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result()) as CycleResult),
   );
@@ -250,12 +296,23 @@ test('schedule backfill takes an action time at 00:00 of --from and none at 00:0
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
   const day = addDays(utcDate(new Date()), -60);
 
-  const report = await cli<BackfillReport>('schedule', 'backfill', '--schedule-id', scheduleId, '--from', day, '--to', day);
+  const report = await cli<BackfillReport>(
+    'schedule',
+    'backfill',
+    '--schedule-id',
+    scheduleId,
+    '--from',
+    day,
+    '--to',
+    day,
+  );
 
   expect(report.actionTimes).toEqual([`${day}T00:00:00.000Z`]);
   const ids = await eventually(async () => {
     const found: string[] = [];
-    for await (const wf of temporal.client.workflow.list({ query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"` })) {
+    for await (const wf of temporal.client.workflow.list({
+      query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
+    })) {
       found.push(wf.workflowId);
     }
     return found.length > 0 ? found : undefined;
@@ -272,23 +329,27 @@ test('schedule backfill refuses a reversed range, an impossible date, and a day 
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
   const tomorrow = addDays(utcDate(new Date()), 1);
 
-  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-11-03', '--to', '2026-11-01')).message).toBe(
-    '--from 2026-11-03 is after --to 2026-11-01',
-  );
-  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-02-29', '--to', '2026-03-01')).message).toMatch(
-    /'--from <date>' argument '2026-02-29' is invalid/,
-  );
+  expect(
+    (await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-11-03', '--to', '2026-11-01'))
+      .message,
+  ).toBe('--from 2026-11-03 is after --to 2026-11-01');
+  expect(
+    (await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-02-29', '--to', '2026-03-01'))
+      .message,
+  ).toMatch(/'--from <date>' argument '2026-02-29' is invalid/);
   expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', '2026-11-01')).message).toMatch(
     /required option '--to <date>'/,
   );
   const today = utcDate(new Date());
-  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', tomorrow, '--to', tomorrow)).message).toBe(
+  expect(
+    (await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', tomorrow, '--to', tomorrow)).message,
+  ).toBe(
     `--to ${tomorrow} is after today's UTC date (${today}): its cycles would compute reminders as of a later day and send them early; nothing was backfilled`,
   );
   const nextYear = `${Number(today.slice(0, 4)) + 1}${today.slice(4)}`;
-  expect((await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', today, '--to', nextYear)).message).toMatch(
-    new RegExp(`^--to ${nextYear} is after today's UTC date`),
-  );
+  expect(
+    (await cliError('schedule', 'backfill', '--schedule-id', scheduleId, '--from', today, '--to', nextYear)).message,
+  ).toMatch(new RegExp(`^--to ${nextYear} is after today's UTC date`));
   const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(d.info.actionsTaken).toBe(0);
 });
@@ -310,7 +371,12 @@ test('schedule delete removes the schedule; commands on it then say it does not 
 function sentOwner(row: Awaited<ReturnType<typeof outbox>>[number]) {
   return {
     ownerUserId: row.payload.ownerUserId,
-    documents: row.payload.documents.map(({ documentId, type, thresholdDays, daysLeft }) => ({ documentId, type, thresholdDays, daysLeft })),
+    documents: row.payload.documents.map(({ documentId, type, thresholdDays, daysLeft }) => ({
+      documentId,
+      type,
+      thresholdDays,
+      daysLeft,
+    })),
   };
 }
 
@@ -355,11 +421,20 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
   expect(await documentsFingerprint(db.admin)).toBe(fingerprint);
   expect(JSON.stringify(preview)).not.toMatch(/numberMask|\*\*\*\*/);
   expect(preview).toEqual(
-    expect.objectContaining({ asOfDate: asOf, thresholdsDays: [30, 7, 1, 0], retentionDays: 90, ownerCount: 4, documentCount: 5 }),
+    expect.objectContaining({
+      asOfDate: asOf,
+      thresholdsDays: [30, 7, 1, 0],
+      retentionDays: 90,
+      ownerCount: 4,
+      documentCount: 5,
+    }),
   );
   // In scan order (expires_at, id): c (-5), a (0), e (2), b (7); a's second document comes with its first.
   expect(preview.owners).toEqual([
-    { ownerUserId: c, documents: [{ documentId: docs[4].id, type: 'ForeignPassport', thresholdDays: 0, daysLeft: -5 }] },
+    {
+      ownerUserId: c,
+      documents: [{ documentId: docs[4].id, type: 'ForeignPassport', thresholdDays: 0, daysLeft: -5 }],
+    },
     {
       ownerUserId: a,
       documents: [
@@ -374,21 +449,36 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
   const run = await cli<{ result: CycleResult }>('cycle', 'run', '--as-of', asOf, '--wait');
 
   expect(run.result.remindersSent).toBe(preview.documentCount);
-  const byOwner = (x: { ownerUserId: string }, y: { ownerUserId: string }) => x.ownerUserId.localeCompare(y.ownerUserId);
+  const byOwner = (x: { ownerUserId: string }, y: { ownerUserId: string }) =>
+    x.ownerUserId.localeCompare(y.ownerUserId);
   expect((await outbox(db.admin)).map(sentOwner).sort(byOwner)).toEqual([...preview.owners].sort(byOwner));
   // Nothing is left to preview once the cycle sent it.
-  expect(await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf)).toEqual(expect.objectContaining({ owners: [], documentCount: 0 }));
+  expect(await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf)).toEqual(
+    expect.objectContaining({ owners: [], documentCount: 0 }),
+  );
 });
 
 test('cycle preview takes --thresholds and --retention-days, and needs the worker connection', async () => {
   const asOf = '2025-06-01';
   const [soon, old] = await insertDocuments(db.admin, asOf, [{ daysLeft: 3 }, { daysLeft: -20 }]);
 
-  const preview = await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf, '--thresholds', '14,3', '--retention-days', '10');
+  const preview = await cli<CyclePreview>(
+    'cycle',
+    'preview',
+    '--as-of',
+    asOf,
+    '--thresholds',
+    '14,3',
+    '--retention-days',
+    '10',
+  );
 
   expect(preview).toEqual(expect.objectContaining({ thresholdsDays: [14, 3], retentionDays: 10 }));
   expect(preview.owners).toEqual([
-    { ownerUserId: soon.ownerUserId, documents: [{ documentId: soon.id, type: 'ForeignPassport', thresholdDays: 3, daysLeft: 3 }] },
+    {
+      ownerUserId: soon.ownerUserId,
+      documents: [{ documentId: soon.id, type: 'ForeignPassport', thresholdDays: 3, daysLeft: 3 }],
+    },
   ]);
   expect(preview.owners.some((o) => o.ownerUserId === old.ownerUserId)).toBe(false);
 
@@ -424,7 +514,13 @@ test('cycle status lists recent cycles with AsOf, outcome, reminders sent and th
     asOf: '2025-07-01T00:00:00.000Z',
     outcome: 'completed',
     remindersSent: 2,
-    result: expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2, failedOwners: 0, documentsSeen: 2 }),
+    result: expect.objectContaining({
+      status: 'completed',
+      remindersSent: 2,
+      ownersNotified: 2,
+      failedOwners: 0,
+      documentsSeen: 2,
+    }),
   });
   const limited = await cli<CycleStatusRow[]>('cycle', 'status', '--limit', '1');
   expect(limited).toHaveLength(1);

@@ -48,10 +48,16 @@ test('every scenario records, and the recorded histories replay against the curr
     'time-limit.json',
   ]);
   const tracing = createTracing({ serviceName: 'expiry-reminder-replay-test' });
-  const inputs = files.map((f) => ({ history: historyFromFixtureJSON(fs.readFileSync(f.file, 'utf8')), workflowId: f.workflowId }));
+  const inputs = files.map((f) => ({
+    history: historyFromFixtureJSON(fs.readFileSync(f.file, 'utf8')),
+    workflowId: f.workflowId,
+  }));
   const replayed: string[] = [];
   for await (const result of Worker.runReplayHistories(
-    { workflowBundle, sinks: { ...cycleSinks(undefined), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } },
+    {
+      workflowBundle,
+      sinks: { ...cycleSinks(undefined), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+    },
     inputs,
   )) {
     expect(result.error).toBeUndefined();

@@ -14,7 +14,14 @@ import { startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
 import { databaseUrl } from '../../scripts/stack/postgres';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil } from '../../scripts/stack/consume';
-import { CapturedLogs, connectClient, createTestDatabase, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import {
+  CapturedLogs,
+  connectClient,
+  createTestDatabase,
+  startCycle,
+  startTestWorker,
+  type TestDatabase,
+} from '../support/stack';
 import { waitFor } from '../support/wait';
 
 let db: TestDatabase;
@@ -45,7 +52,6 @@ async function unpublished(): Promise<{ n: number; attempts: number; errors: num
   return rows[0];
 }
 
-
 test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
   const config = loadConfig({
     KAFKA_BROKERS: broker.brokers,
@@ -55,13 +61,22 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
     RELAY_MAX_BACKOFF: '2s',
   });
   const logs = new CapturedLogs();
-  const relay = new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: logs.logger });
+  const relay = new OutboxRelay({
+    pool: relayPool,
+    listenUrl: relayUrl,
+    kafka: createKafka(config),
+    config,
+    logger: logs.logger,
+  });
   // The relay starts while the broker is down (found by the fault suite: it used to exit at start).
   await broker.stop();
   await relay.start();
   try {
-
-    await insertDocuments(db.admin, '2026-09-02', Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 10 })));
+    await insertDocuments(
+      db.admin,
+      '2026-09-02',
+      Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 10 })),
+    );
     const w = await startTestWorker(db);
     const cycle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-09-02' });
     await cycle.result();
@@ -82,6 +97,9 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
 
   const rows = await outbox(db.admin);
   const ids = new Set(rows.map((r) => r.id));
-  const received = await consumeUntil(broker.brokers, (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= rows.length);
+  const received = await consumeUntil(
+    broker.brokers,
+    (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= rows.length,
+  );
   expect(new Set(received.map((m) => m.headers.messageId).filter((id) => ids.has(id))).size).toBe(60);
 });

@@ -19,7 +19,15 @@ import { databaseUrl } from '../../scripts/stack/postgres';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
-import { CapturedLogs, connectClient, createTestDatabase, resetData, startCycle, startTestWorker, type TestDatabase } from '../support/stack';
+import {
+  CapturedLogs,
+  connectClient,
+  createTestDatabase,
+  resetData,
+  startCycle,
+  startTestWorker,
+  type TestDatabase,
+} from '../support/stack';
 import { waitFor } from '../support/wait';
 
 const AS_OF_DATE = '2026-09-02';
@@ -43,14 +51,21 @@ function relayConfig(overrides: Record<string, string> = {}) {
 function newRelay(overrides: Record<string, string> = {}) {
   const logs = new CapturedLogs();
   const config = relayConfig(overrides);
-  return new OutboxRelay({ pool: relayPool, listenUrl: relayUrl, kafka: createKafka(config), config, logger: logs.logger });
+  return new OutboxRelay({
+    pool: relayPool,
+    listenUrl: relayUrl,
+    kafka: createKafka(config),
+    config,
+    logger: logs.logger,
+  });
 }
 
 async function unpublished(): Promise<number> {
-  const { rows } = await db.admin.query<{ n: number }>('select count(*)::int as n from profile.outbox_messages where published_at is null');
+  const { rows } = await db.admin.query<{ n: number }>(
+    'select count(*)::int as n from profile.outbox_messages where published_at is null',
+  );
   return rows[0].n;
 }
-
 
 beforeAll(async () => {
   db = await createTestDatabase('relay');
@@ -108,7 +123,9 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
     expect(validate.errors ?? []).toEqual([]);
     expect(value).toEqual(row.payload);
   }
-  const { rows: marks } = await db.admin.query('select attempts, published_at, last_error from profile.outbox_messages');
+  const { rows: marks } = await db.admin.query(
+    'select attempts, published_at, last_error from profile.outbox_messages',
+  );
   for (const mark of marks) expect(mark).toEqual({ attempts: 1, published_at: expect.any(Date), last_error: null });
 });
 
@@ -125,7 +142,9 @@ test('the relay killed between produce and mark publishes the event again, with 
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+  const [, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on('exit', (c, s) => resolve([c, s])),
+  );
   expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
   // Kafka has the event, the outbox does not know it: still unpublished.
   expect(await unpublished()).toBe(1);
@@ -138,9 +157,9 @@ test('the relay killed between produce and mark publishes the event again, with 
     await relay.stop();
   }
 
-  const copies = (await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.messageId === row.id).length >= 2)).filter(
-    (m) => m.headers.messageId === row.id,
-  );
+  const copies = (
+    await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.messageId === row.id).length >= 2)
+  ).filter((m) => m.headers.messageId === row.id);
   expect(copies).toHaveLength(2);
   expect(copies[0].value).toBe(copies[1].value);
   expect(copies[0].key).toBe(copies[1].key);
@@ -169,9 +188,9 @@ test('two relays at once over a few thousand rows publish every row, in order pe
   expect(b.publishedTotal).toBeGreaterThan(0);
   expect(a.publishedTotal + b.publishedTotal).toBe(3_000);
 
-  const ours = (await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === batch).length >= 3_000, 120_000)).filter(
-    (m) => m.headers.correlationId === batch,
-  );
+  const ours = (
+    await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === batch).length >= 3_000, 120_000)
+  ).filter((m) => m.headers.correlationId === batch);
   expect(new Set(ours.map((m) => m.headers.messageId)).size).toBe(3_000);
   const seqByKey = new Map<string, number[]>();
   for (const m of ours) seqByKey.set(m.key, [...(seqByKey.get(m.key) ?? []), JSON.parse(m.value).seq]);
@@ -188,7 +207,10 @@ test('the relay deletes published rows past the retention and keeps the rest', a
   const relay = newRelay({ OUTBOX_RETENTION: '7d' });
   await relay.start();
   try {
-    await waitFor(async () => (await db.admin.query(`select 1 from profile.outbox_messages where message_key = 'k1'`)).rowCount === 0);
+    await waitFor(
+      async () =>
+        (await db.admin.query(`select 1 from profile.outbox_messages where message_key = 'k1'`)).rowCount === 0,
+    );
     await waitFor(async () => (await unpublished()) === 0);
   } finally {
     await relay.stop();
@@ -202,7 +224,9 @@ test('a relay process stops cleanly on SIGTERM', async () => {
     env: { ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: brokers(), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => child.stdout.on('data', (c: Buffer) => c.toString().includes('RELAY_STARTED') && resolve()));
+  await new Promise<void>((resolve) =>
+    child.stdout.on('data', (c: Buffer) => c.toString().includes('RELAY_STARTED') && resolve()),
+  );
   child.kill('SIGTERM');
   const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
   expect(code).toBe(0);

@@ -87,7 +87,9 @@ test('a group of owners is claimed in one transaction: one event per owner listi
   );
   expect(xacts.rows[0].n).toBe(1);
 
-  expect(await remindOwners(owners)).toEqual(expect.objectContaining({ ownersProcessed: 4, remindersSent: 0, ownersNotified: 0 }));
+  expect(await remindOwners(owners)).toEqual(
+    expect.objectContaining({ ownersProcessed: 4, remindersSent: 0, ownersNotified: 0 }),
+  );
   expect(await outbox(db.admin)).toHaveLength(4);
 });
 
@@ -101,7 +103,9 @@ test('an owner another transaction holds is reported busy by id and left alone (
 
     const result = await remindOwners([held, ...others]);
 
-    expect(result).toEqual(expect.objectContaining({ ownersProcessed: 2, busyOwnerIds: [held], ownersNotified: 2, remindersSent: 4 }));
+    expect(result).toEqual(
+      expect.objectContaining({ ownersProcessed: 2, busyOwnerIds: [held], ownersNotified: 2, remindersSent: 4 }),
+    );
     await client.query('rollback');
   } finally {
     client.release();
@@ -112,7 +116,9 @@ test('an owner another transaction holds is reported busy by id and left alone (
 test('the same owner twice in one group is claimed once', async () => {
   const [owner] = await seedOwners(1);
 
-  const claims = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }));
+  const claims = await withTransaction(db.worker, (tx) =>
+    claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
+  );
 
   expect(claims).toHaveLength(1);
   expect(await outbox(db.admin)).toHaveLength(1);
@@ -180,7 +186,10 @@ test('on the last attempt with the database unreachable, the group reports every
     const owners = Array.from({ length: 50 }, () => crypto.randomUUID());
     const started = Date.now();
 
-    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(offline.remindOwners, input(owners));
+    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(
+      offline.remindOwners,
+      input(owners),
+    );
 
     // The first owner gets its three quick tries (0.2 s + 0.8 s apart); the other 49 none.
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -219,7 +228,11 @@ test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do 
 
 test("the worker's sessions carry its statement, idle-in-transaction and keepalive limits", async () => {
   const limits = testConfig().databaseSession;
-  expect(limits).toEqual({ statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000, tcpKeepaliveIdleMs: 30_000 });
+  expect(limits).toEqual({
+    statementTimeoutMs: 60_000,
+    idleInTransactionTimeoutMs: 30_000,
+    tcpKeepaliveIdleMs: 30_000,
+  });
   const pool = createPool({ connectionString: db.workerUrl, max: 1, session: limits });
   try {
     const { rows } = await pool.query<Record<string, string>>(
@@ -229,7 +242,13 @@ test("the worker's sessions carry its statement, idle-in-transaction and keepali
               current_setting('tcp_keepalives_interval') as keepalive_interval,
               current_setting('tcp_keepalives_count') as keepalive_count`,
     );
-    expect(rows[0]).toEqual({ statement: '1min', idle: '30s', keepalive_idle: '30', keepalive_interval: '10', keepalive_count: '3' });
+    expect(rows[0]).toEqual({
+      statement: '1min',
+      idle: '30s',
+      keepalive_idle: '30',
+      keepalive_interval: '10',
+      keepalive_count: '3',
+    });
   } finally {
     await pool.end();
   }
@@ -238,7 +257,11 @@ test("the worker's sessions carry its statement, idle-in-transaction and keepali
 test("an orphaned transaction (its worker gone quiet mid-group) releases the owner's lock within the idle-in-transaction timeout", async () => {
   const [owner] = await seedOwners(1);
   const orphan = createPool(
-    { connectionString: db.workerUrl, max: 1, session: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 1_000, tcpKeepaliveIdleMs: 0 } },
+    {
+      connectionString: db.workerUrl,
+      max: 1,
+      session: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 1_000, tcpKeepaliveIdleMs: 0 },
+    },
     () => undefined,
   );
   try {
@@ -247,12 +270,16 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     await client.query('begin');
     await claimOwners(client, { ...input([owner]), ownerUserIds: [owner] });
     // The worker never sends another statement; the backend keeps the transaction and the lock.
-    const [held] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }));
+    const [held] = await withTransaction(db.worker, (tx) =>
+      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+    );
     expect(held.busy).toBe(true);
 
     await new Promise((resolve) => setTimeout(resolve, 2_500));
 
-    const [freed] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }));
+    const [freed] = await withTransaction(db.worker, (tx) =>
+      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+    );
     expect(freed).toEqual(expect.objectContaining({ busy: false, due: 2 }));
     expect(freed.won).toHaveLength(2);
     client.release(true);

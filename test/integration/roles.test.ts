@@ -11,7 +11,10 @@ let relay: pg.Pool;
 
 beforeAll(async () => {
   db = await createTestDatabase('roles');
-  relay = new pg.Pool({ connectionString: databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay }), max: 2 });
+  relay = new pg.Pool({
+    connectionString: databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay }),
+    max: 2,
+  });
   await insertDocuments(db.admin, '2026-09-02', [{ daysLeft: 7 }]);
 });
 afterAll(async () => {
@@ -24,7 +27,9 @@ const denied = expect.objectContaining({ code: '42501', message: expect.stringCo
 test('the worker role gets permission denied reading payload_cipher', async () => {
   await expect(db.worker.query('select payload_cipher from profile.person_documents')).rejects.toEqual(denied);
   await expect(db.worker.query('select * from profile.person_documents')).rejects.toEqual(denied);
-  const { rows } = await db.worker.query('select id, owner_user_id, type, number_mask, expires_at, status, is_deleted from profile.person_documents');
+  const { rows } = await db.worker.query(
+    'select id, owner_user_id, type, number_mask, expires_at, status, is_deleted from profile.person_documents',
+  );
   expect(rows).toHaveLength(1);
 });
 
@@ -64,7 +69,10 @@ test('re-running the migrations is a no-op', async () => {
       'ix_outbox_messages_unpublished',
     ]),
   );
-  const ownerUrl = databaseUrl(db.workerUrl, { user: 'postgres', password: new URL(process.env.STACK_DATABASE_ADMIN_URL!).password });
+  const ownerUrl = databaseUrl(db.workerUrl, {
+    user: 'postgres',
+    password: new URL(process.env.STACK_DATABASE_ADMIN_URL!).password,
+  });
 
   expect(await runMigrations({ connectionString: ownerUrl })).toEqual([]);
   expect((await snapshot()).rows).toEqual(before);

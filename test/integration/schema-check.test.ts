@@ -22,7 +22,10 @@ test('a migrated database passes the check', async () => {
 test('a database without the schema is refused, naming what is missing', async () => {
   const name = `t_empty_${crypto.randomBytes(4).toString('hex')}`;
   const url = await createDatabase(process.env.STACK_DATABASE_ADMIN_URL!, name);
-  const pool = createPool({ connectionString: databaseUrl(url, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker }), max: 1 });
+  const pool = createPool({
+    connectionString: databaseUrl(url, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker }),
+    max: 1,
+  });
   try {
     const problems = await workerSchemaProblems(pool);
     expect(problems.join('\n')).toMatch(/profile\.person_documents: .*does not exist/);
@@ -36,7 +39,9 @@ test('a schema that lost the dedupe index is refused: reminders could repeat', a
   await db.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
   try {
     expect(await workerSchemaProblems(db.worker)).toEqual([
-      expect.stringContaining('the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing'),
+      expect.stringContaining(
+        'the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing',
+      ),
     ]);
   } finally {
     await db.admin.query(

@@ -123,7 +123,9 @@ test('expired document', async () => {
 
   expectCounts(await cycle(), { remindersSent: 1 });
   const [event] = await outbox(db.admin);
-  expect(event.payload.documents).toEqual([expect.objectContaining({ documentId: doc.id, thresholdDays: 0, daysLeft: -3 })]);
+  expect(event.payload.documents).toEqual([
+    expect.objectContaining({ documentId: doc.id, thresholdDays: 0, daysLeft: -3 }),
+  ]);
 
   // The next days it stays expired and stays quiet: the expiry reminder goes out once.
   for (const day of [1, 2]) {
@@ -144,7 +146,9 @@ test('fresh almost-expired document', async () => {
   ]);
   const rows = await outbox(db.admin);
   expect(rows).toHaveLength(1);
-  expect(rows[0].payload.documents).toEqual([expect.objectContaining({ documentId: doc.id, thresholdDays: 7, daysLeft: 5 })]);
+  expect(rows[0].payload.documents).toEqual([
+    expect.objectContaining({ documentId: doc.id, thresholdDays: 7, daysLeft: 5 }),
+  ]);
 });
 
 test('idempotency on restart', async () => {
@@ -233,7 +237,14 @@ test('read-only and no PII', async () => {
   for (const row of await outbox(db.admin)) {
     expect(Object.keys(row.payload).sort()).toEqual(['documents', 'ownerUserId', 'remindedAt']);
     for (const d of row.payload.documents) {
-      expect(Object.keys(d).sort()).toEqual(['daysLeft', 'documentId', 'expiresAt', 'numberMask', 'thresholdDays', 'type']);
+      expect(Object.keys(d).sort()).toEqual([
+        'daysLeft',
+        'documentId',
+        'expiresAt',
+        'numberMask',
+        'thresholdDays',
+        'type',
+      ]);
     }
   }
   // No document value in the logs or in the workflow history, which every operator can read.
@@ -248,7 +259,12 @@ test('read-only and no PII', async () => {
   expect(queued.map((l) => l.documentId).sort()).toEqual([docs[0].id, docs[1].id].sort());
   for (const line of queued) {
     expect(line).toEqual(
-      expect.objectContaining({ ownerUserId: expect.any(String), type: 'ForeignPassport', thresholdDays: expect.any(Number), daysLeft: expect.any(Number) }),
+      expect.objectContaining({
+        ownerUserId: expect.any(String),
+        type: 'ForeignPassport',
+        thresholdDays: expect.any(Number),
+        daysLeft: expect.any(Number),
+      }),
     );
     expect(line).not.toHaveProperty('numberMask');
   }
@@ -381,7 +397,10 @@ test('renewal', async () => {
   expectCounts(await cycle(), { remindersSent: 1 });
 
   // The investor renews before the next cycle: a new expiry a year out.
-  await db.admin.query(`update profile.person_documents set expires_at = expires_at + 365, updated_at = now() where id = $1`, [doc.id]);
+  await db.admin.query(
+    `update profile.person_documents set expires_at = expires_at + 365, updated_at = now() where id = $1`,
+    [doc.id],
+  );
   expectCounts(await cycle({ asOf: addDays(AS_OF_DATE, 1) }), { remindersSent: 0, documentsSeen: 0 });
 
   expect(await outbox(db.admin)).toHaveLength(1);
@@ -392,7 +411,11 @@ test('renewal', async () => {
 });
 
 test('cancellation', async () => {
-  const docs = await insertDocuments(db.admin, AS_OF_DATE, Array.from({ length: 400 }, () => ({ daysLeft: 7 })));
+  const docs = await insertDocuments(
+    db.admin,
+    AS_OF_DATE,
+    Array.from({ length: 400 }, () => ({ daysLeft: 7 })),
+  );
   const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF, ownerConcurrency: 2, batchSize: 50 });
   await waitFor(async () => (await outbox(db.admin)).length >= 5);
 
@@ -406,9 +429,12 @@ test('cancellation', async () => {
   const rows = await outbox(db.admin);
   const ledger = await markers(db.admin);
   expect(rows).toHaveLength(result.remindersSent);
-  expect(ledger.filter((m) => m.threshold_days === 7).map((m) => m.document_id).sort()).toEqual(
-    rows.map((r) => r.payload.documents[0].documentId).sort(),
-  );
+  expect(
+    ledger
+      .filter((m) => m.threshold_days === 7)
+      .map((m) => m.document_id)
+      .sort(),
+  ).toEqual(rows.map((r) => r.payload.documents[0].documentId).sort());
   expect(ledger.filter((m) => m.threshold_days === 30)).toHaveLength(rows.length);
 
   // The next cycle reminds the rest, nobody twice.
@@ -418,4 +444,3 @@ test('cancellation', async () => {
   expect(new Set(all.map((r) => r.aggregate_id)).size).toBe(docs.length);
   expect(all).toHaveLength(docs.length);
 });
-

@@ -37,7 +37,10 @@ function findTctl(): string | undefined {
     process.env.GOPATH && path.join(process.env.GOPATH, 'bin'),
     path.join(os.homedir(), 'go', 'bin'),
   ];
-  return dirs.filter((d): d is string => Boolean(d)).map((d) => path.join(d, 'tctl')).find(isExecutable);
+  return dirs
+    .filter((d): d is string => Boolean(d))
+    .map((d) => path.join(d, 'tctl'))
+    .find(isExecutable);
 }
 
 function isExecutable(file: string): boolean {
@@ -51,7 +54,9 @@ function isExecutable(file: string): boolean {
 
 const TCTL = findTctl();
 if (!TCTL) {
-  console.warn('tctl not found (TCTL_PATH, PATH, ~/go/bin): skipping the tctl tests. Build it with scripts/build-tctl.sh.');
+  console.warn(
+    'tctl not found (TCTL_PATH, PATH, ~/go/bin): skipping the tctl tests. Build it with scripts/build-tctl.sh.',
+  );
 }
 const describeWithTctl = TCTL ? describe : describe.skip;
 
@@ -69,7 +74,9 @@ function temporalAddress(): string {
 /** Runs tctl against the dev server; rejects with its stderr (minus the deprecation notice) on a non-zero exit. */
 async function tctl(...args: string[]): Promise<string> {
   try {
-    const { stdout } = await run(TCTL!, ['--address', temporalAddress(), '--namespace', 'default', ...args], { timeout: 30_000 });
+    const { stdout } = await run(TCTL!, ['--address', temporalAddress(), '--namespace', 'default', ...args], {
+      timeout: 30_000,
+    });
     return stdout;
   } catch (err) {
     const e = err as Error & { stderr?: string };
@@ -100,8 +107,6 @@ function attribute(wf: ListedWorkflow, name: string): unknown {
   return data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
 }
 
-
-
 /** A schedule of the production shape (every 24h at 03:00 UTC, overlap skip) on a queue with no worker. */
 async function createSchedule(): Promise<{ scheduleId: string; workflowIdPrefix: string }> {
   const suffix = crypto.randomBytes(4).toString('hex');
@@ -120,7 +125,8 @@ async function createSchedule(): Promise<{ scheduleId: string; workflowIdPrefix:
   return { scheduleId, workflowIdPrefix };
 }
 
-const describeSchedule = (scheduleId: string): Promise<ScheduleDescription> => temporal.client.schedule.getHandle(scheduleId).describe();
+const describeSchedule = (scheduleId: string): Promise<ScheduleDescription> =>
+  temporal.client.schedule.getHandle(scheduleId).describe();
 
 describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
   beforeAll(async () => {
@@ -129,10 +135,19 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     await ensureSearchAttributes(temporal.client, 'default');
   });
   afterAll(async () => {
-    for (const id of schedules) await temporal?.client.schedule.getHandle(id).delete().catch(() => {});
+    for (const id of schedules)
+      await temporal?.client.schedule
+        .getHandle(id)
+        .delete()
+        .catch(() => {});
     for (const queue of temporal ? queues : []) {
-      for await (const wf of temporal.client.workflow.list({ query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"` })) {
-        await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).terminate('tctl test cleanup').catch(() => {});
+      for await (const wf of temporal.client.workflow.list({
+        query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
+      })) {
+        await temporal.client.workflow
+          .getHandle(wf.workflowId, wf.runId)
+          .terminate('tctl test cleanup')
+          .catch(() => {});
       }
     }
     await temporal?.close();
@@ -147,7 +162,9 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     const { scheduleId } = await createSchedule();
     const reason = 'INC-314: notifications outage';
 
-    expect(await tctl('schedule', 'toggle', '--sid', scheduleId, '--pause', '--reason', reason)).toMatch(/Schedule updated/);
+    expect(await tctl('schedule', 'toggle', '--sid', scheduleId, '--pause', '--reason', reason)).toMatch(
+      /Schedule updated/,
+    );
 
     expect((await describeSchedule(scheduleId)).state).toEqual(expect.objectContaining({ paused: true, note: reason }));
     // tctl's own describe shows the same state.
@@ -155,16 +172,25 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     expect(raw.schedule.state).toEqual({ paused: true, notes: reason });
 
     await tctl('schedule', 'toggle', '--sid', scheduleId, '--unpause', '--reason', 'INC-314 resolved');
-    expect((await describeSchedule(scheduleId)).state).toEqual(expect.objectContaining({ paused: false, note: 'INC-314 resolved' }));
+    expect((await describeSchedule(scheduleId)).state).toEqual(
+      expect.objectContaining({ paused: false, note: 'INC-314 resolved' }),
+    );
   });
 
   test('schedule trigger starts a cycle now, and a second trigger with the skip policy while it runs is skipped', async () => {
     const { scheduleId, workflowIdPrefix } = await createSchedule();
 
-    expect(await tctl('schedule', 'trigger', '--sid', scheduleId, '--overlap_policy', 'Skip')).toMatch(/Trigger request sent/);
+    expect(await tctl('schedule', 'trigger', '--sid', scheduleId, '--overlap_policy', 'Skip')).toMatch(
+      /Trigger request sent/,
+    );
 
-    const first = await eventually(async () => (await describeSchedule(scheduleId)).info.runningActions[0], 'the triggered cycle');
-    expect(first.workflow.workflowId).toMatch(new RegExp(`^${workflowIdPrefix}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`));
+    const first = await eventually(
+      async () => (await describeSchedule(scheduleId)).info.runningActions[0],
+      'the triggered cycle',
+    );
+    expect(first.workflow.workflowId).toMatch(
+      new RegExp(`^${workflowIdPrefix}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`),
+    );
     const started = await temporal.client.workflow.getHandle(first.workflow.workflowId).describe();
     expect(started.type).toBe(WORKFLOW_TYPE);
     expect(started.status.name).toBe('RUNNING');
@@ -209,8 +235,16 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     // AllowAll: no worker finishes the first cycle, and the schedule's own policy (skip) would drop the
     // other two. In production the worker runs them and the runbook uses BufferAll.
     await tctl(
-      'schedule', 'backfill', '--sid', scheduleId, '--overlap_policy', 'AllowAll',
-      '--start_time', `${days[0]}T00:00:00Z`, '--end_time', `${days[2]}T23:59:59Z`,
+      'schedule',
+      'backfill',
+      '--sid',
+      scheduleId,
+      '--overlap_policy',
+      'AllowAll',
+      '--start_time',
+      `${days[0]}T00:00:00Z`,
+      '--end_time',
+      `${days[2]}T23:59:59Z`,
     );
 
     const listed = await eventually(async () => {
@@ -221,7 +255,9 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     expect(byStart).toEqual(days.map((day) => [`${day}T03:00:00Z`, `${workflowIdPrefix}-${day}T03:00:00Z`]));
     // The schedule counts them as its actions (with AllowAll it does not track them as running).
     const d = await describeSchedule(scheduleId);
-    expect(d.info.recentActions.map((a) => a.scheduledAt.toISOString()).sort()).toEqual(days.map((day) => `${day}T03:00:00.000Z`));
+    expect(d.info.recentActions.map((a) => a.scheduledAt.toISOString()).sort()).toEqual(
+      days.map((day) => `${day}T03:00:00.000Z`),
+    );
   });
 
   test('workflow list --query filters on the cycle’s custom search attributes', async () => {

@@ -12,7 +12,15 @@ import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
 import { applySchedule } from '../../src/operations/schedule';
 import { insertDocuments, outbox } from '../support/data';
-import { connectClient, createTestDatabase, resetData, startTestWorker, testConfig, type TestDatabase, type TestWorker } from '../support/stack';
+import {
+  connectClient,
+  createTestDatabase,
+  resetData,
+  startTestWorker,
+  testConfig,
+  type TestDatabase,
+  type TestWorker,
+} from '../support/stack';
 import { eventually } from '../support/wait';
 
 const run = promisify(execFile);
@@ -33,9 +41,13 @@ function env(name: string): string {
 /** Runs the real `temporal` binary against the dev server; rejects with its stderr on a non-zero exit. */
 async function temporalCli(...args: string[]): Promise<string> {
   try {
-    const { stdout } = await run(env('TEMPORAL_CLI_PATH'), [...args, '--address', env('TEMPORAL_ADDRESS'), '--namespace', 'default', '--color', 'never'], {
-      timeout: 30_000,
-    });
+    const { stdout } = await run(
+      env('TEMPORAL_CLI_PATH'),
+      [...args, '--address', env('TEMPORAL_ADDRESS'), '--namespace', 'default', '--color', 'never'],
+      {
+        timeout: 30_000,
+      },
+    );
     return stdout;
   } catch (err) {
     const e = err as Error & { stderr?: string };
@@ -71,10 +83,10 @@ function attribute(wf: ListedWorkflow, name: string): unknown {
   return data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
 }
 
-const describeSchedule = (scheduleId: string) => temporalJson<DescribedSchedule>('schedule', 'describe', '--schedule-id', scheduleId);
+const describeSchedule = (scheduleId: string) =>
+  temporalJson<DescribedSchedule>('schedule', 'describe', '--schedule-id', scheduleId);
 const listWorkflows = (query: string) => temporalJson<ListedWorkflow[]>('workflow', 'list', '--query', query);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 
 function newScheduleId(): string {
   const id = `temporal-cli-test-${crypto.randomBytes(4).toString('hex')}`;
@@ -95,10 +107,19 @@ beforeAll(async () => {
   temporal = await connectClient();
 });
 afterAll(async () => {
-  for (const id of schedules) await temporal?.client.schedule.getHandle(id).delete().catch(() => {});
+  for (const id of schedules)
+    await temporal?.client.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => {});
   for (const queue of temporal ? queues : []) {
-    for await (const wf of temporal.client.workflow.list({ query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"` })) {
-      await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).terminate('temporal-cli test cleanup').catch(() => {});
+    for await (const wf of temporal.client.workflow.list({
+      query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
+    })) {
+      await temporal.client.workflow
+        .getHandle(wf.workflowId, wf.runId)
+        .terminate('temporal-cli test cleanup')
+        .catch(() => {});
     }
   }
   for (const w of workers) await w.stop();
@@ -117,7 +138,10 @@ test('temporal schedule trigger starts a cycle, and a second trigger while it ru
   await applySchedule(temporal.client, testConfig({ TEMPORAL_TASK_QUEUE: idleQueue }), scheduleId);
 
   await temporalCli('schedule', 'trigger', '--schedule-id', scheduleId, '--overlap-policy', 'Skip');
-  const first = await eventually(async () => (await describeSchedule(scheduleId)).info.runningWorkflows?.[0], 'the first cycle to run');
+  const first = await eventually(
+    async () => (await describeSchedule(scheduleId)).info.runningWorkflows?.[0],
+    'the first cycle to run',
+  );
   expect(first.workflowId).toMatch(/^document-expiry-reminder-cycle-\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
   await temporalCli('schedule', 'trigger', '--schedule-id', scheduleId, '--overlap-policy', 'Skip');
@@ -132,8 +156,12 @@ test('temporal schedule trigger starts a cycle, and a second trigger while it ru
     const l = await listWorkflows(`TemporalScheduledById = "${scheduleId}"`);
     return l.length > 0 ? l : undefined;
   }, 'the cycle in visibility');
-  expect(listed.map((wf) => [wf.execution.workflowId, wf.status])).toEqual([[first.workflowId, 'WORKFLOW_EXECUTION_STATUS_RUNNING']]);
-  expect(await temporalJson('workflow', 'count', '--query', `TemporalScheduledById = "${scheduleId}"`)).toEqual({ count: '1' });
+  expect(listed.map((wf) => [wf.execution.workflowId, wf.status])).toEqual([
+    [first.workflowId, 'WORKFLOW_EXECUTION_STATUS_RUNNING'],
+  ]);
+  expect(await temporalJson('workflow', 'count', '--query', `TemporalScheduledById = "${scheduleId}"`)).toEqual({
+    count: '1',
+  });
 
   await temporalCli('workflow', 'terminate', '--workflow-id', first.workflowId, '--reason', 'temporal-cli test: done');
   await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
@@ -165,21 +193,28 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
   const later = await describeSchedule(scheduleId);
   expect(later.schedule.state).toEqual({ paused: true, notes: reason });
   expect(Number(later.info.actionCount ?? 0)).toBe(taken);
-  expect(await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND StartTime > "${pausedAt.toISOString()}"`)).toEqual([]);
+  expect(
+    await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND StartTime > "${pausedAt.toISOString()}"`),
+  ).toEqual([]);
 
   // The same schedule unpaused does start cycles, so the silence above was the pause.
   await temporalCli('schedule', 'toggle', '--schedule-id', scheduleId, '--unpause', '--reason', 'INC-314 resolved');
-  const resumed = await eventually(async () => {
-    const d = await describeSchedule(scheduleId);
-    return Number(d.info.actionCount ?? 0) > taken ? d : undefined;
-  }, 'a cycle after unpausing', 10_000);
+  const resumed = await eventually(
+    async () => {
+      const d = await describeSchedule(scheduleId);
+      return Number(d.info.actionCount ?? 0) > taken ? d : undefined;
+    },
+    'a cycle after unpausing',
+    10_000,
+  );
   expect(resumed.schedule.state).toEqual({ notes: 'INC-314 resolved' });
 
   // Stop it, then let the cycle it may still be running finish before the worker stops.
   await temporalCli('schedule', 'toggle', '--schedule-id', scheduleId, '--pause', '--reason', 'test done');
   const { info } = await describeSchedule(scheduleId);
   await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
-  for (const wf of info.runningWorkflows ?? []) await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result();
+  for (const wf of info.runningWorkflows ?? [])
+    await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result();
 });
 
 test('temporal schedule backfill over three days starts three cycles whose AsOf are those days', async () => {
@@ -193,14 +228,26 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
   const docs = await insertDocuments(db.admin, days[0], [{ daysLeft: 30 }, { daysLeft: 31 }, { daysLeft: 32 }]);
 
   await temporalCli(
-    'schedule', 'backfill', '--schedule-id', scheduleId,
-    '--start-time', `${days[0]}T00:00:00Z`, '--end-time', `${days[2]}T23:59:59Z`, '--overlap-policy', 'BufferAll',
+    'schedule',
+    'backfill',
+    '--schedule-id',
+    scheduleId,
+    '--start-time',
+    `${days[0]}T00:00:00Z`,
+    '--end-time',
+    `${days[2]}T23:59:59Z`,
+    '--overlap-policy',
+    'BufferAll',
   );
 
-  const completed = await eventually(async () => {
-    const l = await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`);
-    return l.length === 3 ? l : undefined;
-  }, 'three completed cycles', 60_000);
+  const completed = await eventually(
+    async () => {
+      const l = await listWorkflows(`TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`);
+      return l.length === 3 ? l : undefined;
+    },
+    'three completed cycles',
+    60_000,
+  );
   const byAsOf = completed
     .map((wf) => ({
       workflowId: wf.execution.workflowId,
@@ -220,12 +267,31 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
   for (const [i, day] of days.entries()) {
     // With the run id: these workflow ids repeat whenever the same days are backfilled again.
     const { workflowId, runId } = byAsOf[i];
-    const described = await temporalJson<{ result?: CycleResult }>('workflow', 'describe', '--workflow-id', workflowId, '--run-id', runId);
-    expect(described.result).toEqual(expect.objectContaining({ status: 'completed', asOf: `${day}T03:00:00.000Z`, remindersSent: 1 }));
+    const described = await temporalJson<{ result?: CycleResult }>(
+      'workflow',
+      'describe',
+      '--workflow-id',
+      workflowId,
+      '--run-id',
+      runId,
+    );
+    expect(described.result).toEqual(
+      expect.objectContaining({ status: 'completed', asOf: `${day}T03:00:00.000Z`, remindersSent: 1 }),
+    );
   }
   const rows = await outbox(db.admin);
-  expect(rows.map((r) => [r.correlation_id, r.payload.remindedAt, r.payload.documents.map((d) => [d.documentId, d.thresholdDays, d.daysLeft])])).toEqual(
-    days.map((day, i) => [`document-expiry-reminder-cycle-${day}T03:00:00Z`, `${day}T03:00:00.000Z`, [[docs[i].id, 30, 30]]]),
+  expect(
+    rows.map((r) => [
+      r.correlation_id,
+      r.payload.remindedAt,
+      r.payload.documents.map((d) => [d.documentId, d.thresholdDays, d.daysLeft]),
+    ]),
+  ).toEqual(
+    days.map((day, i) => [
+      `document-expiry-reminder-cycle-${day}T03:00:00Z`,
+      `${day}T03:00:00.000Z`,
+      [[docs[i].id, 30, 30]],
+    ]),
   );
 });
 
@@ -236,8 +302,16 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
   // Started with the CLI too, as the runbook starts a cycle with explicit input.
   for (const n of [1, 2]) {
     await temporalCli(
-      'workflow', 'start', '--type', 'documentExpiryReminderCycle', '--task-queue', w.taskQueue,
-      '--workflow-id', `${prefix}-${n}`, '--input', '{"asOf": "2025-08-01"}',
+      'workflow',
+      'start',
+      '--type',
+      'documentExpiryReminderCycle',
+      '--task-queue',
+      w.taskQueue,
+      '--workflow-id',
+      `${prefix}-${n}`,
+      '--input',
+      '{"asOf": "2025-08-01"}',
     );
     await temporal.client.workflow.getHandle(`${prefix}-${n}`).result();
   }
@@ -247,9 +321,9 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
     const l = await listWorkflows(`${scope} AND ReminderOutcome = "completed" AND RemindersSent >= 1`);
     return l.length > 0 ? l : undefined;
   }, 'the cycle that sent a reminder');
-  expect(sent.map((wf) => [wf.execution.workflowId, attribute(wf, 'RemindersSent'), attribute(wf, 'ReminderOutcome')])).toEqual([
-    [`${prefix}-1`, 1, 'completed'],
-  ]);
+  expect(
+    sent.map((wf) => [wf.execution.workflowId, attribute(wf, 'RemindersSent'), attribute(wf, 'ReminderOutcome')]),
+  ).toEqual([[`${prefix}-1`, 1, 'completed']]);
   // A day is a range: `ReminderAsOf = "2025-08-01T00:00:00Z"` matches nothing on the dev server's SQLite
   // visibility, which keeps datetimes in a finer format than the query literal.
   const day = 'ReminderAsOf >= "2025-08-01T00:00:00Z" AND ReminderAsOf < "2025-08-02T00:00:00Z"';
@@ -258,6 +332,8 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
     return l.length === 2 ? l : undefined;
   }, 'both cycles by AsOf');
   expect(both.map((wf) => wf.execution.workflowId).sort()).toEqual([`${prefix}-1`, `${prefix}-2`]);
-  expect((await listWorkflows(`${scope} AND RemindersSent = 0`)).map((wf) => wf.execution.workflowId)).toEqual([`${prefix}-2`]);
+  expect((await listWorkflows(`${scope} AND RemindersSent = 0`)).map((wf) => wf.execution.workflowId)).toEqual([
+    `${prefix}-2`,
+  ]);
   expect(await listWorkflows(`${scope} AND ReminderAsOf >= "2025-08-02T00:00:00Z"`)).toEqual([]);
 });

@@ -56,7 +56,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await browser?.close();
-  await temporal?.client.schedule.getHandle(scheduleId).delete().catch(() => {});
+  await temporal?.client.schedule
+    .getHandle(scheduleId)
+    .delete()
+    .catch(() => {});
   await w?.stop();
   await temporal?.close();
   await db?.close();

@@ -23,7 +23,11 @@ export interface SeededDocument {
 }
 
 /** Inserts documents relative to `asOfDate` in one statement. */
-export async function insertDocuments(db: Queryable, asOfDate: string, docs: DocumentSeed[]): Promise<SeededDocument[]> {
+export async function insertDocuments(
+  db: Queryable,
+  asOfDate: string,
+  docs: DocumentSeed[],
+): Promise<SeededDocument[]> {
   const rows = docs.map((d) => ({
     id: d.id ?? crypto.randomUUID(),
     ownerUserId: d.ownerUserId ?? crypto.randomUUID(),
@@ -119,7 +123,11 @@ export async function documentsFingerprint(db: Queryable): Promise<string> {
  * Makes every marker insert for the owner fail with `sqlstate`: 22023 (a data error, permanent) by
  * default, or e.g. 40001 (serialization failure, transient). Returns the undo.
  */
-export async function rejectOwner(db: Queryable, ownerUserId: string, sqlstate = '22023'): Promise<() => Promise<void>> {
+export async function rejectOwner(
+  db: Queryable,
+  ownerUserId: string,
+  sqlstate = '22023',
+): Promise<() => Promise<void>> {
   if (!/^[0-9A-Z]{5}$/.test(sqlstate)) throw new Error(`not a SQLSTATE: ${sqlstate}`);
   await db.query(`
     create or replace function profile.test_reject_owner() returns trigger language plpgsql as $$
@@ -130,6 +138,8 @@ export async function rejectOwner(db: Queryable, ownerUserId: string, sqlstate =
     create trigger test_reject_owner before insert on profile.document_expiry_reminders
       for each row execute function profile.test_reject_owner();`);
   return async () => {
-    await db.query('drop trigger if exists test_reject_owner on profile.document_expiry_reminders; drop function if exists profile.test_reject_owner()');
+    await db.query(
+      'drop trigger if exists test_reject_owner on profile.document_expiry_reminders; drop function if exists profile.test_reject_owner()',
+    );
   };
 }

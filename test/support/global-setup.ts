@@ -41,4 +41,3 @@ export default async function globalSetup(): Promise<void> {
   fs.writeFileSync(codePath, code);
   process.env.WORKFLOW_BUNDLE_PATH = codePath;
 }
-

@@ -24,7 +24,10 @@ async function main(): Promise<void> {
   });
   // Listen before announcing the start, so a SIGTERM right after the announcement is never missed.
   process.once('SIGTERM', () => {
-    void relay.stop().then(() => pool.end()).then(() => process.exit(0));
+    void relay
+      .stop()
+      .then(() => pool.end())
+      .then(() => process.exit(0));
   });
   await relay.start();
   process.stdout.write('RELAY_STARTED\n');

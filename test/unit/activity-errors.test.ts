@@ -25,7 +25,9 @@ describe('database errors', () => {
   });
 
   it('makes permanent errors non-retryable, typed with their SQLSTATE, and hides passwords', () => {
-    const failure = toActivityFailure(pgError('22023', 'bad value for postgres://u:hunter2@db/x')) as ApplicationFailure;
+    const failure = toActivityFailure(
+      pgError('22023', 'bad value for postgres://u:hunter2@db/x'),
+    ) as ApplicationFailure;
     expect(failure).toBeInstanceOf(ApplicationFailure);
     expect(failure.nonRetryable).toBe(true);
     expect(failure.type).toBe('PostgresError:22023');

@@ -25,7 +25,11 @@ describe('loadConfig', () => {
       // Twice the idle-in-transaction timeout (30 s) plus 10 s: what an orphaned transaction can hold an owner.
       busyRetryWindowMs: 70_000,
     });
-    expect(config.databaseSession).toEqual({ statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 30_000, tcpKeepaliveIdleMs: 30_000 });
+    expect(config.databaseSession).toEqual({
+      statementTimeoutMs: 60_000,
+      idleInTransactionTimeoutMs: 30_000,
+      tcpKeepaliveIdleMs: 30_000,
+    });
     expect(config.schedule).toEqual({ intervalMs: 24 * 3_600_000, offsetMs: 3 * 3_600_000 });
     expect(config.temporal).toMatchObject({
       address: '127.0.0.1:7233',
@@ -135,7 +139,6 @@ describe('loadConfig', () => {
   it('hides the password of a database URL written without a scheme', () => {
     expect(configError({ MIGRATION_DATABASE_URL: 'owner:hunter2@h/db' }).message).not.toContain('hunter2');
   });
-
 });
 
 describe('redactUrl', () => {

@@ -94,7 +94,9 @@ describe('resolveCycleSettings', () => {
     ['2026-06-01', 'the string "2026-06-01"'],
     [7, 'number 7'],
   ])('refuses input %j that is not an object', (input, described) => {
-    expect(problemsOf(input)).toEqual([`the input must be an object such as {} or {"asOf": "2026-12-01"}, got ${described}`]);
+    expect(problemsOf(input)).toEqual([
+      `the input must be an object such as {} or {"asOf": "2026-12-01"}, got ${described}`,
+    ]);
   });
 
   it('refuses an unknown field, such as a typo for asOf, instead of running as of today', () => {
@@ -152,7 +154,11 @@ describe('resolveCycleSettings', () => {
     ['ownerConcurrency', { ownerConcurrency: 501 }, 'ownerConcurrency=501: expected a whole number from 1 to 500'],
     ['ownerGroupSize', { ownerGroupSize: 0 }, 'ownerGroupSize=0: expected a whole number from 1 to 500'],
     ['maxHistoryEvents', { maxHistoryEvents: 9 }, 'maxHistoryEvents=9: expected a whole number from 10 to 40000'],
-    ['thresholdsDays', { thresholdsDays: [7, 30] }, 'thresholdsDays=[7,30]: thresholds must be sorted in descending order'],
+    [
+      'thresholdsDays',
+      { thresholdsDays: [7, 30] },
+      'thresholdsDays=[7,30]: thresholds must be sorted in descending order',
+    ],
     ['thresholdsDays', { thresholdsDays: [] }, 'thresholdsDays=[]: the list is empty'],
     ['thresholdsDays', { thresholdsDays: [30, -1] }, 'thresholdsDays=[30,-1]: every threshold must be a whole number'],
   ])('reports a bad %s naming the field and the value (%j)', (_field, input, message) => {
@@ -169,7 +175,13 @@ describe('resolveCycleSettings', () => {
 
   it('reports every bad field at once', () => {
     const problems = problemsOf({ asOf: 'soon', batchSize: 0, ownerConcurrency: 501, thresholdsDays: [1, 1] });
-    expect(problems.map((p) => p.split('=')[0])).toEqual(['asOf', 'thresholdsDays', 'thresholdsDays', 'batchSize', 'ownerConcurrency']);
+    expect(problems.map((p) => p.split('=')[0])).toEqual([
+      'asOf',
+      'thresholdsDays',
+      'thresholdsDays',
+      'batchSize',
+      'ownerConcurrency',
+    ]);
   });
 });
 
@@ -189,17 +201,49 @@ describe('resolveCycleSettings with a continuation', () => {
 
   it.each<[string, unknown, string]>([
     ['null', null, 'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got null'],
-    ['a string', 'page 3', 'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got the string "page 3"'],
-    ['a missing field', { settings, startedAtMs: good.startedAtMs, counts: good.counts, runs: 2 }, 'continuation: missing busyOwnerIds'],
+    [
+      'a string',
+      'page 3',
+      'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got the string "page 3"',
+    ],
+    [
+      'a missing field',
+      { settings, startedAtMs: good.startedAtMs, counts: good.counts, runs: 2 },
+      'continuation: missing busyOwnerIds',
+    ],
     ['an old cursor', { ...good, cursor: { expiresAt: '2026-05-08', id: 'x' } }, 'continuation: unknown field cursor'],
-    ['a retention of 0', { ...good, settings: { ...settings, retentionDays: 0 } }, 'continuation.settings.retentionDays=0: expected the configured retention, 90'],
-    ['a future asOf', { ...good, settings: { ...settings, asOf: '2027-06-01T00:00:00.000Z', asOfDate: '2027-06-01' } }, 'continuation.settings.asOf="2027-06-01T00:00:00.000Z": after today'],
-    ['an asOfDate of another day', { ...good, settings: { ...settings, asOfDate: '2026-04-01' } }, 'continuation.settings.asOfDate="2026-04-01": expected 2026-05-01'],
-    ['negative counts', { ...good, counts: { ...good.counts, pages: -1 } }, 'continuation.counts.pages=-1: expected a whole number'],
+    [
+      'a retention of 0',
+      { ...good, settings: { ...settings, retentionDays: 0 } },
+      'continuation.settings.retentionDays=0: expected the configured retention, 90',
+    ],
+    [
+      'a future asOf',
+      { ...good, settings: { ...settings, asOf: '2027-06-01T00:00:00.000Z', asOfDate: '2027-06-01' } },
+      'continuation.settings.asOf="2027-06-01T00:00:00.000Z": after today',
+    ],
+    [
+      'an asOfDate of another day',
+      { ...good, settings: { ...settings, asOfDate: '2026-04-01' } },
+      'continuation.settings.asOfDate="2026-04-01": expected 2026-05-01',
+    ],
+    [
+      'negative counts',
+      { ...good, counts: { ...good.counts, pages: -1 } },
+      'continuation.counts.pages=-1: expected a whole number',
+    ],
     ['a first run', { ...good, runs: 1 }, 'continuation.runs=1: expected a whole number from 2'],
     ['a start in the future', { ...good, startedAtMs: NOW.getTime() + 1 }, 'continuation.startedAtMs='],
-    ['owner ids that are not uuids', { ...good, busyOwnerIds: ['not-a-uuid'] }, 'continuation.busyOwnerIds: expected an array'],
-    ['unknown settings', { ...good, settings: { ...settings, extra: 1 } }, 'continuation.settings: unknown field extra'],
+    [
+      'owner ids that are not uuids',
+      { ...good, busyOwnerIds: ['not-a-uuid'] },
+      'continuation.busyOwnerIds: expected an array',
+    ],
+    [
+      'unknown settings',
+      { ...good, settings: { ...settings, extra: 1 } },
+      'continuation.settings: unknown field extra',
+    ],
   ])('refuses a continuation with %s', (_what, continuation, message) => {
     const problems = problemsOf({ continuation });
     expect(problems.join('\n')).toContain(message);
@@ -214,11 +258,23 @@ describe('resolveCycleSettings with a continuation', () => {
 
 describe('ownerGroups', () => {
   it.each([
-    [{ ownerConcurrency: 400, ownerGroupSize: 100 }, { size: 100, activities: 4 }],
-    [{ ownerConcurrency: 250, ownerGroupSize: 100 }, { size: 100, activities: 2 }],
+    [
+      { ownerConcurrency: 400, ownerGroupSize: 100 },
+      { size: 100, activities: 4 },
+    ],
+    [
+      { ownerConcurrency: 250, ownerGroupSize: 100 },
+      { size: 100, activities: 2 },
+    ],
     // ownerConcurrency bounds the owners in flight, so it also bounds the group.
-    [{ ownerConcurrency: 1, ownerGroupSize: 100 }, { size: 1, activities: 1 }],
-    [{ ownerConcurrency: 20, ownerGroupSize: 1 }, { size: 1, activities: 20 }],
+    [
+      { ownerConcurrency: 1, ownerGroupSize: 100 },
+      { size: 1, activities: 1 },
+    ],
+    [
+      { ownerConcurrency: 20, ownerGroupSize: 1 },
+      { size: 1, activities: 20 },
+    ],
   ])('%j gives %j', (settings, expected) => {
     expect(ownerGroups(settings)).toEqual(expected);
   });

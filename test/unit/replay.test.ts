@@ -16,20 +16,39 @@ jest.setTimeout(120_000);
 
 try {
   // ERROR: the SDK core logs the expected failure below at WARN; a real one fails its test anyway.
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
 } catch {
   // Already installed for this module registry.
 }
 
 /** The workflow bundle with one deliberately non-deterministic change (an extra timer first). */
-const NONDETERMINISTIC_WORKFLOWS_PATH = path.resolve(__dirname, '..', 'fixtures', 'nondeterministic-workflow', 'index.ts');
+const NONDETERMINISTIC_WORKFLOWS_PATH = path.resolve(
+  __dirname,
+  '..',
+  'fixtures',
+  'nondeterministic-workflow',
+  'index.ts',
+);
 
 /**
  * Paths that must stay covered (in at least one set: `<scenario>.json` or a tagged `<tag>.<scenario>.json`),
  * so deleting a fixture is not a way to make this test pass.
  */
-const REQUIRED_SCENARIOS = ['normal', 'continued-as-new-run1', 'continued-as-new-run2', 'cancelled', 'failed-invalid-input'];
-const scenarioOf = (file: string) => file.replace(/\.json$/, '').split('.').pop();
+const REQUIRED_SCENARIOS = [
+  'normal',
+  'continued-as-new-run1',
+  'continued-as-new-run2',
+  'cancelled',
+  'failed-invalid-input',
+];
+const scenarioOf = (file: string) =>
+  file
+    .replace(/\.json$/, '')
+    .split('.')
+    .pop();
 
 const FIXTURES = fs
   .readdirSync(FIXTURES_DIR)
@@ -38,7 +57,11 @@ const FIXTURES = fs
 
 /** The workflow side of the production worker (`workflowSideOptions`, also used by `createWorker`). */
 function replayOptions(workflowsPath: string): ReplayWorkerOptions {
-  const { workflowModules, sinks } = workflowSideOptions(createTracing({ serviceName: 'expiry-reminder-replay-test' }), undefined, false);
+  const { workflowModules, sinks } = workflowSideOptions(
+    createTracing({ serviceName: 'expiry-reminder-replay-test' }),
+    undefined,
+    false,
+  );
   return { workflowsPath, interceptors: { workflowModules }, sinks, replayName: 'expiry-reminder-replay-test' };
 }
 
@@ -84,5 +107,7 @@ test('a non-deterministic change to the workflow fails the replay', async () => 
   // By name, not instanceof: Jest's module registry gives this file its own copy of the error classes.
   expect(error?.name).toBe('DeterminismViolationError');
   // Where: the timer command met the history's first command event, resolveCycleSettings' scheduling.
-  expect(error?.message).toMatch(/\[TMPRL1100\] Nondeterminism error: Timer machine does not handle this event: .*ActivityTaskScheduled/);
+  expect(error?.message).toMatch(
+    /\[TMPRL1100\] Nondeterminism error: Timer machine does not handle this event: .*ActivityTaskScheduled/,
+  );
 });
