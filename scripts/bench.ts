@@ -33,10 +33,10 @@ import { selectCandidatePage, type CandidateWindow, type PageCursor } from '../s
 import { runMigrations } from '../src/db/migrate';
 import { createPool, withTransaction, type Queryable } from '../src/db/pool';
 import { claimOwners } from '../src/db/reminders';
-import type { CycleResult } from '../src/domain/cycle';
 import { WORKER_ROLE, WORKFLOW_TYPE } from '../src/domain/names';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from './stack';
 import { createDatabase, databaseUrl } from './stack/postgres';
+import type { CycleWorkflow } from '../src/workflows';
 
 const WORKLOADS: Record<string, { documents: number; owners: number; due: number; dueOwners: number }> = {
   smoke: { documents: 1_500, owners: 600, due: 500, dueOwners: 200 },
@@ -345,12 +345,12 @@ async function temporalCycle(label: string, client: Client, worker: Proc, taskQu
   }, 100);
   const cpu0 = cpuSnapshot(pid);
   const t0 = performance.now();
-  const handle = await client.workflow.start(WORKFLOW_TYPE, {
+  const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue,
     workflowId: `bench-${crypto.randomUUID()}`,
     args: [{ asOf: AS_OF, batchSize: BATCH, ownerConcurrency: CONCURRENCY, ownerGroupSize: GROUP }],
   });
-  const result = (await handle.result()) as CycleResult;
+  const result = await handle.result();
   const seconds = (performance.now() - t0) / 1000;
   clearInterval(sampler);
   const cpu = cpuDelta(cpu0, cpuSnapshot(pid), seconds);
@@ -359,7 +359,7 @@ async function temporalCycle(label: string, client: Client, worker: Proc, taskQu
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
     const history: proto.api.history.v1.IHistory = await client.workflow
-      .getHandle(handle.workflowId, runId)
+      .getHandle<CycleWorkflow>(handle.workflowId, runId)
       .fetchHistory();
     const events: proto.api.history.v1.IHistoryEvent[] = history.events ?? [];
     eventsPerRun.push(events.length);

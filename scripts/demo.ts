@@ -7,7 +7,6 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
-import type { CycleResult } from '../src/domain/cycle';
 import { addDays, utcDate } from '../src/domain/thresholds';
 import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
@@ -20,6 +19,7 @@ import { applySchedule, triggerSchedule } from '../src/operations/schedule';
 import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
 import { createDatabase, databaseUrl } from './stack/postgres';
 import { createWorker } from '../src/temporal/worker';
+import type { CycleWorkflow } from '../src/workflows';
 
 const keep = process.argv.includes('--keep');
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
     step(`schedule ${SCHEDULE_ID}: ${await applySchedule(client, config)}; triggering one cycle`);
     await triggerSchedule(client);
     const workflowId = await startedBySchedule(client);
-    const result = (await client.workflow.getHandle(workflowId).result()) as CycleResult;
+    const result = await client.workflow.getHandle<CycleWorkflow>(workflowId).result();
 
     say('');
     say(

@@ -21,13 +21,14 @@ import pg from 'pg';
 import { countDueDocuments } from '../src/db/candidates';
 import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
-import type { CycleInput, CycleResult } from '../src/domain/cycle';
+import type { CycleInput } from '../src/domain/cycle';
 import { RELAY_ROLE, WORKER_ROLE, WORKFLOW_TYPE } from '../src/domain/names';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from './stack';
 import { consumeUntil } from './stack/consume';
 import { createDatabase, databaseUrl } from './stack/postgres';
 import type { Proxy } from 'toxiproxy-node-client';
 import { startToxiproxy } from './toxiproxy';
+import type { CycleWorkflow } from '../src/workflows';
 
 const { values: args } = parseArgs({
   options: {
@@ -178,7 +179,7 @@ const startRelay = (db: Db, env: Record<string, string> = {}) =>
   });
 
 function startCycle(taskQueue: string, input: CycleInput = {}) {
-  return client.workflow.start(WORKFLOW_TYPE, {
+  return client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue,
     workflowId: `faults-${crypto.randomUUID()}`,
     args: [{ asOf: AS_OF, ...input }],
@@ -331,7 +332,7 @@ const scenarios: Scenario[] = [
         await worker.kill('SIGKILL');
         worker = startWorker(db, tq);
       }
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
       if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
@@ -357,9 +358,9 @@ const scenarios: Scenario[] = [
       await db.admin.end();
       await stack.postgres.restart(3_000);
       db.admin = createPool({ connectionString: db.ownerUrl, max: 4 });
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       // Owners whose retries ran out while the server was down are left for the next cycle.
-      const rest = result.failedOwners > 0 ? ((await (await startCycle(tq)).result()) as CycleResult) : undefined;
+      const rest = result.failedOwners > 0 ? await (await startCycle(tq)).result() : undefined;
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
       if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
@@ -383,7 +384,7 @@ const scenarios: Scenario[] = [
       const handle = await startCycle(tq, FAULT_CYCLE);
       await waitFor('first events', async () => (await outboxCount(db)) > 0);
       await stack.restartTemporal(2_000);
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
       if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
@@ -401,7 +402,7 @@ const scenarios: Scenario[] = [
       const tq = `faults-${crypto.randomUUID()}`;
       const workers = [startWorker(db, tq), startWorker(db, tq), startWorker(db, tq)];
       const [a, b] = await Promise.all([startCycle(tq, FAULT_CYCLE), startCycle(tq, FAULT_CYCLE)]);
-      const results = (await Promise.all([a.result(), b.result()])) as CycleResult[];
+      const results = await Promise.all([a.result(), b.result()]);
       await Promise.all(workers.map((w) => w.kill('SIGTERM')));
       const problems = await invariants(db);
       const { rows } = await db.admin.query(
@@ -429,11 +430,9 @@ const scenarios: Scenario[] = [
       const cancelled = await startCycle(tq, { ownerConcurrency: 5 });
       await waitFor('first events', async () => (await outboxCount(db)) > 0);
       await cancelled.cancel();
-      const c = (await cancelled.result()) as CycleResult;
-      const limited = (await (
-        await startCycle(tq, { ownerConcurrency: 1, maxRunDurationMs: 1_500 })
-      ).result()) as CycleResult;
-      const normal = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
+      const c = await cancelled.result();
+      const limited = await (await startCycle(tq, { ownerConcurrency: 1, maxRunDurationMs: 1_500 })).result();
+      const normal = await (await startCycle(tq, FAULT_CYCLE)).result();
       await worker.kill('SIGTERM');
       const problems = await invariants(db);
       if (c.status !== 'cancelled') problems.push(`first cycle ended ${c.status}`);
@@ -460,7 +459,7 @@ const scenarios: Scenario[] = [
       const worker = startWorker(db, tq);
       let relay = startRelay(db);
       await stack.kafka.stop();
-      const result = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
+      const result = await (await startCycle(tq, FAULT_CYCLE)).result();
       await sleep(1_000);
       await relay.kill('SIGKILL');
       relay = startRelay(db);
@@ -519,7 +518,7 @@ const scenarios: Scenario[] = [
       );
       const tq = `faults-${crypto.randomUUID()}`;
       const worker = startWorker(db, tq);
-      const result = (await (await startCycle(tq)).result()) as CycleResult;
+      const result = await (await startCycle(tq)).result();
       if (result.remindersSent !== 1) problems.push(`extreme data: expected 1 reminder, got ${result.remindersSent}`);
       problems.push(...(await invariants(db)));
       await worker.kill('SIGTERM');
@@ -601,9 +600,9 @@ const scenarios: Scenario[] = [
         await (await proxy.getToxic('cut-up')).remove();
         await waitFor('the orphaned transactions to end', async () => (await orphans(db)) === 0, 120_000);
         heldMs ??= Date.now() - cutAt;
-        const result = (await handle.result()) as CycleResult;
+        const result = await handle.result();
         // Owners whose retries ran out while the path was cut are left for the next cycle, as in s2.
-        const rest = result.failedOwners > 0 ? ((await (await startCycle(tq)).result()) as CycleResult) : undefined;
+        const rest = result.failedOwners > 0 ? await (await startCycle(tq)).result() : undefined;
         await worker.kill('SIGTERM');
         const problems = await invariants(db);
         if (result.status !== 'completed') problems.push(`cycle ended ${result.status}`);
@@ -637,7 +636,7 @@ const scenarios: Scenario[] = [
           attributes: { latency: 200, jitter: 0 },
         });
         const started = Date.now();
-        const result = (await (await startCycle(tq, FAULT_CYCLE)).result()) as CycleResult;
+        const result = await (await startCycle(tq, FAULT_CYCLE)).result();
         const seconds = Math.round((Date.now() - started) / 1000);
         await worker.kill('SIGTERM');
         const problems = await invariants(db);

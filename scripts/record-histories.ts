@@ -59,6 +59,7 @@ import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
 import { createDatabase, databaseUrl } from './stack/postgres';
 import { createWorker } from '../src/temporal/worker';
 import { insertDocuments, rejectOwner } from '../test/support/data';
+import type { CycleWorkflow } from '../src/workflows';
 
 type History = temporal.api.history.v1.IHistory;
 const EventType = temporal.api.enums.v1.EventType;
@@ -151,7 +152,7 @@ export const SCENARIOS: Scenario[] = [
         ownerConcurrency: 4,
         ownerGroupSize: 2,
       });
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       check(
         'normal',
         result,
@@ -171,7 +172,7 @@ export const SCENARIOS: Scenario[] = [
         Array.from({ length: 9 }, (_, i) => ({ daysLeft: i % 8 })),
       );
       const handle = await start(ctx, 'continued-as-new', { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 32 });
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       check('continued-as-new', result, (r) => r.status === 'completed' && r.runs >= 3 && r.ownersProcessed === 9);
       return handle;
     },
@@ -189,7 +190,7 @@ export const SCENARIOS: Scenario[] = [
       const handle = await start(ctx, 'cancelled', { asOf: AS_OF_DATE, ownerConcurrency: 1 });
       await waitForScheduled(handle, ['remindOwners'], 2);
       await handle.cancel();
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       check(
         'cancelled',
         result,
@@ -210,7 +211,7 @@ export const SCENARIOS: Scenario[] = [
       await insertMarker(ctx.admin, addDays(AS_OF_DATE, -200));
       await slowOwners(ctx.admin);
       const handle = await start(ctx, 'time-limit', { asOf: AS_OF_DATE, ownerConcurrency: 1, maxRunDurationMs: 1_000 });
-      const result = (await handle.result()) as CycleResult;
+      const result = await handle.result();
       check('time-limit', result, (r) => r.status === 'time-limit' && r.ownersProcessed < 6 && r.pruned === 1);
       return handle;
     },
@@ -235,7 +236,7 @@ export const SCENARIOS: Scenario[] = [
 ];
 
 function start(ctx: ScenarioContext, name: string, input: CycleInput): Promise<WorkflowHandleWithFirstExecutionRunId> {
-  return ctx.client.workflow.start(WORKFLOW_TYPE, {
+  return ctx.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue: ctx.taskQueue,
     workflowId: `replay-fixture-${name}-${crypto.randomBytes(3).toString('hex')}`,
     args: [input],
@@ -296,7 +297,7 @@ async function runHistories(
   const runs: { runId: string; history: History }[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
-    const history: History = await client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+    const history: History = await client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId).fetchHistory();
     runs.push({ runId, history });
     const events = history.events ?? [];
     runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;

@@ -26,6 +26,7 @@ import {
 import { temporalConnectionOptions } from './temporal/connection';
 import { manualCycleMetadata } from './temporal/ui-metadata';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';
+import type { CycleWorkflow } from './workflows';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
 async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
@@ -103,7 +104,7 @@ export async function runCycleCommand(
   }
   const input: CycleInput = options.asOf ? { asOf: options.asOf } : {};
   const day = options.asOf ?? today;
-  const handle = await client.workflow.start(WORKFLOW_TYPE, {
+  const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue: config.temporal.taskQueue,
     workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
     args: [input],
@@ -188,7 +189,7 @@ export function buildProgram(config: () => Config): Command {
             await triggerSchedule(c, scheduleId);
             if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
             const cycle = await cycleStartedBy(c, scheduleId, before);
-            const handle = c.workflow.getHandle(cycle.workflowId, undefined, {
+            const handle = c.workflow.getHandle<CycleWorkflow>(cycle.workflowId, undefined, {
               firstExecutionRunId: cycle.firstExecutionRunId,
             });
             return { scheduleId, triggered: true, overlap: 'skip', ...cycle, result: await resultWithProgress(handle) };

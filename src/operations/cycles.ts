@@ -17,6 +17,7 @@ import {
   REMINDERS_SENT,
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
+import type { CycleWorkflow } from '../workflows';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
 export interface PreviewOwner {
@@ -169,7 +170,7 @@ export async function listCycles(
     rows
       .filter((r) => r.status === 'COMPLETED')
       .map(async (r) => {
-        const res = (await client.workflow.getHandle(r.workflowId, r.runId).result()) as CycleResult;
+        const res = await client.workflow.getHandle<CycleWorkflow>(r.workflowId, r.runId).result();
         r.result = {
           status: res.status,
           remindersSent: res.remindersSent,

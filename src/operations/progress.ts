@@ -50,7 +50,7 @@ export async function resultWithProgress(handle: WorkflowHandle, options: Progre
     inFlight = inFlight.then(show);
   }, intervalMs);
   try {
-    return (await handle.result()) as CycleResult;
+    return await handle.result();
   } finally {
     done = true;
     clearInterval(timer);

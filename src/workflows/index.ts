@@ -1,2 +1,6 @@
 /** Workflow entry point for the worker's bundle: exports every workflow type this worker runs. */
-export { documentExpiryReminderCycle } from './cycle';
+import { documentExpiryReminderCycle } from './cycle';
+
+export { documentExpiryReminderCycle };
+/** The cycle workflow's type, for typed handles: `client.workflow.getHandle<CycleWorkflow>(id)`. */
+export type CycleWorkflow = typeof documentExpiryReminderCycle;

@@ -3,7 +3,6 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { buildProgram } from '../../src/client';
 import { resultWithProgress } from '../../src/operations/progress';
-import type { CycleResult } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
 import {
@@ -15,6 +14,7 @@ import {
   type TestDatabase,
   type TestWorker,
 } from '../support/stack';
+import type { CycleWorkflow } from '../../src/workflows';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };
@@ -92,7 +92,7 @@ test('schedule trigger starts a cycle through the schedule that reminds due owne
     workflowId = (info.runningActions[0] ?? info.recentActions[0]?.action)?.workflow.workflowId;
     if (!workflowId) await new Promise((r) => setTimeout(r, 100));
   }
-  const result = (await temporal.client.workflow.getHandle(workflowId!).result()) as CycleResult;
+  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(workflowId!).result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2 }));
   expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([workflowId, workflowId]);
 });
@@ -140,7 +140,7 @@ test('the progress line follows a running cycle through its query and never runs
     asOf,
     Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 31 })),
   );
-  const handle = await temporal.client.workflow.start('documentExpiryReminderCycle', {
+  const handle = await temporal.client.workflow.start<CycleWorkflow>('documentExpiryReminderCycle', {
     taskQueue,
     workflowId: `client-test-progress-${crypto.randomUUID()}`,
     args: [{ asOf, batchSize: 2, ownerGroupSize: 1, ownerConcurrency: 1 }],

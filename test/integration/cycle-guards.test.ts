@@ -5,7 +5,6 @@
  */
 import crypto from 'node:crypto';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
-import type { CycleResult } from '../../src/domain/cycle';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
@@ -22,6 +21,7 @@ import {
   type TestWorker,
 } from '../support/stack';
 import { waitFor } from '../support/wait';
+import type { CycleWorkflow } from '../../src/workflows';
 
 const AS_OF_DATE = '2026-09-02';
 
@@ -69,7 +69,7 @@ async function failureOf(handle: WorkflowHandle, timeoutMs = 30_000): Promise<{ 
 }
 
 function startWith(input: unknown, workflowId?: string) {
-  return temporal.client.workflow.start(WORKFLOW_TYPE, {
+  return temporal.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue: w.taskQueue,
     workflowId: workflowId ?? `test-cycle-${crypto.randomUUID()}`,
     args: [input as never],
@@ -125,9 +125,7 @@ describe('a run cannot undo the ledger', () => {
       'retentionDays=0: expected the configured retention, 90 (REMINDER_RETENTION_DAYS)',
     );
     expect(await markers(db.admin)).toHaveLength(1);
-    const ok = (await (
-      await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 90 })
-    ).result()) as CycleResult;
+    const ok = await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 90 })).result();
     expect(ok).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 0, pruned: 0 }));
     expect(await markers(db.admin)).toHaveLength(1);
   });
@@ -225,7 +223,7 @@ describe('a busy owner is retried, never dropped for the day', () => {
     await waitFor(async () => (await outbox(db.admin)).length === 1);
     await release();
 
-    const result = (await handle.result()) as CycleResult;
+    const result = await handle.result();
 
     expect(result).toEqual(
       expect.objectContaining({
@@ -247,9 +245,7 @@ describe('a busy owner is retried, never dropped for the day', () => {
     const [held] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
     const release = await holdOwner(held.ownerUserId);
     try {
-      const result = (await (
-        await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })
-      ).result()) as CycleResult;
+      const result = await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })).result();
 
       expect(result).toEqual(
         expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 1, remindersSent: 1 }),
@@ -304,7 +300,7 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
     });
     await handle.cancel();
 
-    const result = (await handle.result()) as CycleResult;
+    const result = await handle.result();
 
     expect(result).toEqual(expect.objectContaining({ status: 'cancelled', runs: 1, pages: 1, remindersSent: 2 }));
     expect(await outbox(db.admin)).toHaveLength(2);
@@ -323,7 +319,7 @@ test('no document value in any run of a cycle that pages one document at a time 
     batchSize: 1,
     maxHistoryEvents: 10,
   });
-  const result = (await handle.result()) as CycleResult;
+  const result = await handle.result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 6 }));
   expect(result.runs).toBeGreaterThan(3);
 
@@ -331,7 +327,7 @@ test('no document value in any run of a cycle that pages one document at a time 
   const histories: Buffer[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
-    const target: WorkflowHandle = temporal.client.workflow.getHandle(handle.workflowId, runId);
+    const target: WorkflowHandle = temporal.client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId);
     histories.push(await historyBytes(target));
     const events = (await target.fetchHistory()).events;
     runId = events?.[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;

@@ -21,6 +21,7 @@ import {
   type TestDatabase,
   type TestWorker,
 } from '../support/stack';
+import type { CycleWorkflow } from '../../src/workflows';
 
 let db: TestDatabase;
 let temporal: { client: Client; close(): Promise<void> };
@@ -95,7 +96,7 @@ afterAll(async () => {
       query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
     })) {
       await temporal.client.workflow
-        .getHandle(wf.workflowId, wf.runId)
+        .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
         .terminate('operations test cleanup')
         .catch(() => {});
     }
@@ -143,7 +144,7 @@ test('schedule describe shows spec, policies, pause state, next action times and
   expect(run.workflowId).toMatch(/^document-expiry-reminder-cycle-\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   expect(described.info.actionsTaken).toBe(1);
 
-  const result = (await temporal.client.workflow.getHandle(run.workflowId, run.runId).result()) as CycleResult;
+  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(run.workflowId, run.runId).result();
   expect(result.status).toBe('completed');
   const after = await eventually(async () => {
     const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
@@ -266,7 +267,7 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
     60_000,
   );
   const results = await Promise.all(
-    runs.map(async (wf) => (await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result()) as CycleResult),
+    runs.map(async (wf) => await temporal.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result()),
   );
   expect(runs.map((wf) => wf.workflowId)).toEqual(days.map((d) => `document-expiry-reminder-cycle-${d}T03:00:00Z`));
   expect(results.map((r) => [r.asOf, r.status, r.remindersSent])).toEqual([

@@ -83,7 +83,7 @@ test('threshold crossing', async () => {
   await insertMarker(doc.id, doc.ownerUserId, 30, doc.expiresAt!);
 
   const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF });
-  const result = (await handle.result()) as CycleResult;
+  const result = await handle.result();
 
   expectCounts(result, { remindersSent: 1, ownersNotified: 1 });
   expect((await markers(db.admin)).map((m) => [m.document_id, m.threshold_days])).toEqual([
@@ -185,7 +185,7 @@ test('parallel instances', async () => {
       startCycle(temporal.client, w.taskQueue, { asOf: AS_OF, ownerConcurrency: 20 }),
       startCycle(temporal.client, w.taskQueue, { asOf: AS_OF, ownerConcurrency: 20 }),
     ]);
-    const results = (await Promise.all([a.result(), b.result()])) as CycleResult[];
+    const results = await Promise.all([a.result(), b.result()]);
 
     expect(results[0].remindersSent + results[1].remindersSent).toBe(docs.length);
     const ledger = await markers(db.admin);
@@ -420,7 +420,7 @@ test('cancellation', async () => {
   await waitFor(async () => (await outbox(db.admin)).length >= 5);
 
   await handle.cancel();
-  const result = (await handle.result()) as CycleResult;
+  const result = await handle.result();
 
   expect(result.status).toBe('cancelled');
   expect(result.remindersSent).toBeGreaterThan(0);

@@ -21,6 +21,7 @@ import { ensureSearchAttributes } from '../../src/operations/schedule';
 import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/domain/search-attributes';
 import { connectClient } from '../support/stack';
 import { eventually } from '../support/wait';
+import type { CycleWorkflow } from '../../src/workflows';
 
 const run = promisify(execFile);
 
@@ -145,7 +146,7 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
         query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
       })) {
         await temporal.client.workflow
-          .getHandle(wf.workflowId, wf.runId)
+          .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
           .terminate('tctl test cleanup')
           .catch(() => {});
       }
@@ -191,7 +192,7 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     expect(first.workflow.workflowId).toMatch(
       new RegExp(`^${workflowIdPrefix}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`),
     );
-    const started = await temporal.client.workflow.getHandle(first.workflow.workflowId).describe();
+    const started = await temporal.client.workflow.getHandle<CycleWorkflow>(first.workflow.workflowId).describe();
     expect(started.type).toBe(WORKFLOW_TYPE);
     expect(started.status.name).toBe('RUNNING');
 
@@ -265,7 +266,7 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     queues.push(queue);
     const workflowId = `tctl-test-attributes-${crypto.randomBytes(4).toString('hex')}`;
     // Started with the attributes a cycle upserts as it ends (no worker: it stays Running, attributes as given).
-    await temporal.client.workflow.start(WORKFLOW_TYPE, {
+    await temporal.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
       taskQueue: queue,
       workflowId,
       args: [{}],

@@ -22,6 +22,7 @@ import {
   type TestWorker,
 } from '../support/stack';
 import { eventually } from '../support/wait';
+import type { CycleWorkflow } from '../../src/workflows';
 
 const run = promisify(execFile);
 
@@ -117,7 +118,7 @@ afterAll(async () => {
       query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
     })) {
       await temporal.client.workflow
-        .getHandle(wf.workflowId, wf.runId)
+        .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
         .terminate('temporal-cli test cleanup')
         .catch(() => {});
     }
@@ -214,7 +215,7 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
   const { info } = await describeSchedule(scheduleId);
   await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
   for (const wf of info.runningWorkflows ?? [])
-    await temporal.client.workflow.getHandle(wf.workflowId, wf.runId).result();
+    await temporal.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result();
 });
 
 test('temporal schedule backfill over three days starts three cycles whose AsOf are those days', async () => {
@@ -313,7 +314,7 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
       '--input',
       '{"asOf": "2025-08-01"}',
     );
-    await temporal.client.workflow.getHandle(`${prefix}-${n}`).result();
+    await temporal.client.workflow.getHandle<CycleWorkflow>(`${prefix}-${n}`).result();
   }
   const scope = `TaskQueue = "${w.taskQueue}"`;
 

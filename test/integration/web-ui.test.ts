@@ -16,7 +16,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { FrameLocator, Page } from 'playwright-core';
-import type { CycleResult } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/thresholds';
 import { SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../../src/domain/names';
 import { scheduledCycleMetadata } from '../../src/temporal/ui-metadata';
@@ -31,6 +30,7 @@ import {
   type TestDatabase,
   type TestWorker,
 } from '../support/stack';
+import type { CycleWorkflow } from '../../src/workflows';
 
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
 const SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle.png');
@@ -121,7 +121,7 @@ test('the Web UI shows the latest scheduled cycle with its summary, outcome and 
   const owners = seeded.map((d) => d.ownerUserId);
 
   const workflowId = await triggerScheduledCycle(temporal.client);
-  const result = (await temporal.client.workflow.getHandle(workflowId).result()) as CycleResult;
+  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(workflowId).result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 3, ownersNotified: 3 }));
   const resultAsOfDate = result.asOf.slice(0, 10);
 

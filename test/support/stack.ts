@@ -18,6 +18,7 @@ import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
 import { createDatabase, databaseUrl } from '../../scripts/stack/postgres';
 import type { Tracing } from '../../src/observability/tracing';
 import { createWorker } from '../../src/temporal/worker';
+import type { CycleWorkflow } from '../../src/workflows';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -136,7 +137,7 @@ export async function connectClient(): Promise<{ client: Client; close(): Promis
 
 /** Starts a cycle on `taskQueue` and returns its handle. */
 export function startCycle(client: Client, taskQueue: string, input: CycleInput = {}, workflowId?: string) {
-  return client.workflow.start(WORKFLOW_TYPE, {
+  return client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue,
     workflowId: workflowId ?? `test-cycle-${crypto.randomUUID()}`,
     args: [input],
@@ -146,5 +147,5 @@ export function startCycle(client: Client, taskQueue: string, input: CycleInput 
 /** Runs a cycle to its end and returns its result. */
 export async function runCycle(client: Client, taskQueue: string, input: CycleInput = {}): Promise<CycleResult> {
   const handle = await startCycle(client, taskQueue, input);
-  return (await handle.result()) as CycleResult;
+  return await handle.result();
 }
