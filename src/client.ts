@@ -19,7 +19,7 @@ import {
   describeSchedule,
   ensureSearchAttributes,
   pauseSchedule,
-  scheduleActionIds,
+  scheduleActionRuns,
   triggerSchedule,
   unpauseSchedule,
 } from './operations/schedule';
@@ -185,7 +185,7 @@ export function buildProgram(config: () => Config): Command {
       print(
         await withClient(config(), (c) =>
           onSchedule(scheduleId, async () => {
-            const before = opts.wait ? await scheduleActionIds(c, scheduleId) : new Set<string>();
+            const before = opts.wait ? await scheduleActionRuns(c, scheduleId) : new Set<string>();
             await triggerSchedule(c, scheduleId);
             if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
             const cycle = await cycleStartedBy(c, scheduleId, before);

@@ -127,19 +127,23 @@ export async function triggerSchedule(client: Client, scheduleId: string = SCHED
   await client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);
 }
 
-/** The workflow ids the schedule has started or is running, to tell a trigger's cycle from earlier ones. */
-export async function scheduleActionIds(client: Client, scheduleId: string): Promise<Set<string>> {
+/**
+ * The runs the schedule has started or is running (first execution run ids: a workflow id, named to the
+ * second, can repeat), to tell a trigger's cycle from earlier ones.
+ */
+export async function scheduleActionRuns(client: Client, scheduleId: string): Promise<Set<string>> {
   const { info } = await client.schedule.getHandle(scheduleId).describe();
   return new Set([
-    ...info.recentActions.map((a) => a.action.workflow.workflowId),
-    ...info.runningActions.map((a) => a.workflow.workflowId),
+    ...info.recentActions.map((a) => a.action.workflow.firstExecutionRunId),
+    ...info.runningActions.map((a) => a.workflow.firstExecutionRunId),
   ]);
 }
 
 /**
- * The cycle a trigger led to, given the action ids from before it (`scheduleActionIds`): the one it
- * started, or, when a cycle was already running (the skip policy drops the trigger), that one, which does
- * today's work. Waits up to `timeoutMs` for the schedule to record the new cycle.
+ * The cycle a trigger led to, given the runs from before it (`scheduleActionRuns`): the one it started,
+ * or, when a cycle was already running (the skip policy drops the trigger), that one, which does today's
+ * work. The schedule's list of running actions lags behind a run's end, so a listed run counts as
+ * running only when the workflow itself says so. Waits up to `timeoutMs`.
  */
 export async function cycleStartedBy(
   client: Client,
@@ -150,18 +154,33 @@ export async function cycleStartedBy(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { info } = await client.schedule.getHandle(scheduleId).describe();
-    const started = info.recentActions.find((a) => !before.has(a.action.workflow.workflowId))?.action;
-    const running = info.runningActions[0];
-    const action = started ?? (running && before.has(running.workflow.workflowId) ? running : undefined);
-    if (action) {
+    const started = info.recentActions.find((a) => !before.has(a.action.workflow.firstExecutionRunId))?.action;
+    if (started) {
       return {
-        workflowId: action.workflow.workflowId,
-        firstExecutionRunId: action.workflow.firstExecutionRunId,
-        skipped: !started,
+        workflowId: started.workflow.workflowId,
+        firstExecutionRunId: started.workflow.firstExecutionRunId,
+        skipped: false,
       };
     }
-    if (Date.now() > deadline)
-      throw new Error(`schedule ${scheduleId} recorded no cycle within ${timeoutMs / 1000} s of the trigger`);
+    for (const running of info.runningActions) {
+      if (!before.has(running.workflow.firstExecutionRunId)) continue;
+      const { status } = await client.workflow
+        .getHandle(running.workflow.workflowId, running.workflow.firstExecutionRunId)
+        .describe();
+      if (status.name === 'RUNNING') {
+        return {
+          workflowId: running.workflow.workflowId,
+          firstExecutionRunId: running.workflow.firstExecutionRunId,
+          skipped: true,
+        };
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `schedule ${scheduleId} recorded no cycle within ${timeoutMs / 1000} s of the trigger; it may have been ` +
+          'skipped while an earlier cycle was ending (see schedule describe)',
+      );
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
 }

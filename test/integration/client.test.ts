@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { buildProgram } from '../../src/client';
 import { resultWithProgress } from '../../src/operations/progress';
+import { applySchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
 import {
@@ -115,6 +116,12 @@ test('schedule trigger --wait prints the cycle it started and its result; stdout
   await resetData(db);
   await insertDocuments(db.admin, utcDate(new Date()), [{ daysLeft: 30 }, { daysLeft: 1 }]);
   await cli('schedule', 'apply');
+  // The previous test's cycle has ended, but the schedule lists it as running for a moment longer;
+  // a trigger then is skipped (that case is the next test's).
+  const schedule = temporal.client.schedule.getHandle(scheduleId);
+  for (let i = 0; i < 100 && (await schedule.describe()).info.runningActions.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
 
   const printed = await cli('schedule', 'trigger', '--wait');
 
@@ -130,6 +137,28 @@ test('schedule trigger --wait prints the cycle it started and its result; stdout
   // Whatever progress was shown went to stderr, as whole lines in this non-terminal run.
   for (const line of stderrOfLastCli.split('\n').filter(Boolean))
     expect(line).toMatch(/^cycle as of \d{4}-\d{2}-\d{2} · page \d+ · owners \d+ done/);
+});
+
+test('a trigger skipped while a cycle runs is followed to that running cycle, not to an earlier one', async () => {
+  // No worker polls this queue, so the first cycle stays running and the second trigger is skipped.
+  const idle = testConfig({ TEMPORAL_TASK_QUEUE: `client-test-idle-${crypto.randomUUID()}` });
+  const idleScheduleId = `client-test-idle-${crypto.randomBytes(4).toString('hex')}`;
+  await applySchedule(temporal.client, idle, idleScheduleId);
+  try {
+    const beforeFirst = await scheduleActionRuns(temporal.client, idleScheduleId);
+    await triggerSchedule(temporal.client, idleScheduleId);
+    const first = await cycleStartedBy(temporal.client, idleScheduleId, beforeFirst);
+    expect(first.skipped).toBe(false);
+
+    const beforeSecond = await scheduleActionRuns(temporal.client, idleScheduleId);
+    await triggerSchedule(temporal.client, idleScheduleId);
+    const second = await cycleStartedBy(temporal.client, idleScheduleId, beforeSecond);
+
+    expect(second).toEqual({ ...first, skipped: true });
+    await temporal.client.workflow.getHandle(first.workflowId, first.firstExecutionRunId).terminate('test done');
+  } finally {
+    await temporal.client.schedule.getHandle(idleScheduleId).delete();
+  }
 });
 
 test('the progress line follows a running cycle through its query and never runs ahead of the result', async () => {
