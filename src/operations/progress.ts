@@ -43,12 +43,18 @@ export async function resultWithProgress(handle: WorkflowHandle, options: Progre
       // Not answerable right now; try again at the next tick.
     }
   };
-  // One query at a time, and the last one awaited before returning: the caller closes the connection
-  // next, and a query still retrying on a closed channel would crash the process.
-  let inFlight: Promise<void> = show();
-  const timer = setInterval(() => {
-    inFlight = inFlight.then(show);
-  }, intervalMs);
+  // One query at a time (a tick that finds one in flight is skipped, so slow answers never queue up),
+  // and the last one awaited before returning: the caller closes the connection next, and a query
+  // still retrying on a closed channel would crash the process.
+  let inFlight: Promise<void> | undefined;
+  const tick = () => {
+    if (inFlight) return;
+    inFlight = show().finally(() => {
+      inFlight = undefined;
+    });
+  };
+  tick();
+  const timer = setInterval(tick, intervalMs);
   try {
     return await handle.result();
   } finally {
