@@ -110,7 +110,7 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
 }
 
 /** True when a user who is neither the owner nor in the group can execute `file` (every parent must be searchable). */
-export function reachableByOthers(file: string): boolean {
+function reachableByOthers(file: string): boolean {
   try {
     if ((fs.statSync(file).mode & 0o005) !== 0o005) return false;
     for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
