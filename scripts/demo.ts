@@ -8,16 +8,15 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { addDays, utcDate } from '../src/domain/thresholds';
-import { runMigrations } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/observability/logger';
-import { RELAY_ROLE, SCHEDULE_ID, TOPIC, WORKER_ROLE } from '../src/domain/names';
+import { SCHEDULE_ID, TOPIC } from '../src/domain/names';
 import { createKafka } from '../src/relay/kafka';
 import { OutboxRelay } from '../src/relay/outbox-relay';
 import { consumeUntil } from './stack/consume';
 import { applySchedule, triggerSchedule } from '../src/operations/schedule';
-import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
-import { createDatabase, databaseUrl } from './stack/postgres';
+import { startStack } from './stack';
+import { createMigratedDatabase } from './stack/database';
 import { createWorker } from '../src/temporal/worker';
 import type { CycleWorkflow } from '../src/workflows';
 
@@ -60,10 +59,11 @@ async function main(): Promise<void> {
   const stack = await startStack({ log: step });
   const cleanups: (() => Promise<void>)[] = [() => stack.stop()];
   try {
-    const ownerUrl = await createDatabase(stack.postgres.adminUrl, 'expiry_reminder_demo', true);
-    const applied = await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+    const { ownerUrl, workerUrl, relayUrl, applied } = await createMigratedDatabase(stack.postgres.adminUrl, {
+      name: 'expiry_reminder_demo',
+      recreate: true,
+    });
     step(`migrated database expiry_reminder_demo (${applied.length} migrations)`);
-    const workerUrl = databaseUrl(ownerUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker });
     const config = loadConfig({
       ...process.env,
       DATABASE_URL: workerUrl,
@@ -154,7 +154,6 @@ async function main(): Promise<void> {
         }))
         .sort(byInvestor),
     );
-    const relayUrl = databaseUrl(ownerUrl, { user: RELAY_ROLE, password: LOCAL_ROLE_PASSWORDS.relay });
     const relayConfig = loadConfig({ ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: stack.kafkaBrokers });
     const relayPool = createPool({ connectionString: relayUrl, max: 2 });
     const relay = new OutboxRelay({

@@ -10,8 +10,7 @@ import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 
-/** Passwords the local stack gives the two roles (local only; production sets its own). */
-export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'local-relay-password' };
+export { LOCAL_ROLE_PASSWORDS } from './database';
 
 export interface Stack {
   postgres: PostgresServer;

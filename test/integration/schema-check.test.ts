@@ -1,9 +1,7 @@
 /** The worker's start-up check of the schema it needs, against real databases. */
-import crypto from 'node:crypto';
 import { createPool } from '../../src/db/pool';
 import { workerSchemaProblems } from '../../src/db/schema-check';
-import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
-import { createDatabase, databaseUrl } from '../../scripts/stack/postgres';
+import { createMigratedDatabase } from '../../scripts/stack/database';
 import { createTestDatabase, type TestDatabase } from '../support/stack';
 
 let db: TestDatabase;
@@ -20,18 +18,18 @@ test('a migrated database passes the check', async () => {
 });
 
 test('a database without the schema is refused, naming what is missing', async () => {
-  const name = `t_empty_${crypto.randomBytes(4).toString('hex')}`;
-  const url = await createDatabase(process.env.STACK_DATABASE_ADMIN_URL!, name);
-  const pool = createPool({
-    connectionString: databaseUrl(url, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker }),
-    max: 1,
+  const empty = await createMigratedDatabase(process.env.STACK_DATABASE_ADMIN_URL!, {
+    prefix: 't_empty',
+    migrate: false,
   });
+  const pool = createPool({ connectionString: empty.workerUrl, max: 1 });
   try {
     const problems = await workerSchemaProblems(pool);
     expect(problems.join('\n')).toMatch(/profile\.person_documents: .*does not exist/);
     expect(problems.join('\n')).toMatch(/ux_document_expiry_reminders_dedupe/);
   } finally {
     await pool.end();
+    await empty.drop();
   }
 });
 

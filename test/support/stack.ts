@@ -6,16 +6,14 @@ import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import pg from 'pg';
+import type pg from 'pg';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
-import { runMigrations } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { REDACTED_PATHS } from '../../src/observability/logger';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
-import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
-import { createDatabase, databaseUrl } from '../../scripts/stack/postgres';
+import { createMigratedDatabase } from '../../scripts/stack/database';
 import type { Tracing } from '../../src/observability/tracing';
 import { createWorker } from '../../src/temporal/worker';
 import type { CycleWorkflow } from '../../src/workflows';
@@ -38,25 +36,18 @@ export interface TestDatabase {
 
 /** A fresh migrated database for one test file. */
 export async function createTestDatabase(label: string): Promise<TestDatabase> {
-  const adminUrl = required('STACK_DATABASE_ADMIN_URL');
-  const name = `t_${label.replace(/\W+/g, '_').toLowerCase()}_${crypto.randomBytes(4).toString('hex')}`;
-  const ownerUrl = await createDatabase(adminUrl, name);
-  await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
-  const workerUrl = databaseUrl(ownerUrl, { user: 'expiry_reminder_worker', password: LOCAL_ROLE_PASSWORDS.worker });
-  const admin = createPool({ connectionString: ownerUrl, max: 4 });
-  const worker = createPool({ connectionString: workerUrl, max: 20 });
+  const created = await createMigratedDatabase(required('STACK_DATABASE_ADMIN_URL'), { prefix: `t_${label}` });
+  const admin = createPool({ connectionString: created.ownerUrl, max: 4 });
+  const worker = createPool({ connectionString: created.workerUrl, max: 20 });
   return {
-    name,
+    name: created.name,
     admin,
-    workerUrl,
+    workerUrl: created.workerUrl,
     worker,
     close: async () => {
       await worker.end();
       await admin.end();
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`);
-      await c.end();
+      await created.drop();
     },
   };
 }
