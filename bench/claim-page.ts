@@ -28,7 +28,7 @@ export async function claimPage(
   cursor: PageCursor | null,
   batchSize: number,
   asOf: string,
-  correlationId: string,
+  jobRunId: string,
 ): Promise<ClaimPageResult> {
   const { rows } = await db.query<{
     page_count: number;
@@ -59,7 +59,7 @@ export async function claimPage(
        topic: '$9',
        eventType: '$10',
        contractVersion: '$11',
-       correlationId: '$12',
+       jobRunId: '$12',
        traceContext: 'null',
      })}
      select (select count(*)::int from page) as page_count,
@@ -81,7 +81,7 @@ export async function claimPage(
       TOPIC,
       EVENT_TYPE,
       CONTRACT_VERSION,
-      correlationId,
+      jobRunId,
     ],
   );
   const r = rows[0];

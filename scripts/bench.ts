@@ -187,7 +187,7 @@ function baselineA(workerUrl: string): Promise<Measurement> {
             ...WINDOW,
             ownerUserIds: [ownerUserId],
             asOf: `${AS_OF}T00:00:00.000Z`,
-            correlationId: 'bench-baseline-a',
+            jobRunId: 'bench-baseline-a',
           }),
         )
           .then(([o]) => {

@@ -7,6 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { resolveCycleSettings as resolveSettings, type CycleSettings } from '../domain/cycle';
+import { describeFailure } from '../domain/failures';
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
@@ -50,7 +51,7 @@ export interface RemindOwnersInput extends CandidateWindow {
   /** The owners of this unit of work, at most a few hundred. */
   ownerUserIds: string[];
   asOf: string;
-  correlationId: string;
+  jobRunId: string;
   /**
    * The attempt the workflow's retry policy allows last. On it, owners are isolated and reported one by
    * one instead of failing the whole activity, so one broken owner never costs the others their reminder.
@@ -91,7 +92,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
 
   /** Claims the owners in one transaction, then logs and counts what was won (after the commit). */
   async function claimInTransaction(
-    input: CandidateWindow & { asOf: string; correlationId: string },
+    input: CandidateWindow & { asOf: string; jobRunId: string },
     ownerUserIds: string[],
   ): Promise<OwnerClaim[]> {
     const claims = await withTransaction(pool, (tx) =>
@@ -101,21 +102,21 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         thresholdsDays: input.thresholdsDays,
         retentionDays: input.retentionDays,
         asOf: input.asOf,
-        correlationId: input.correlationId,
+        jobRunId: input.jobRunId,
         traceContext: currentTraceparent(),
       }),
     );
     for (const claim of claims) {
       if (claim.busy) {
         log.info(
-          { ownerUserId: claim.ownerUserId, jobRunId: input.correlationId },
+          { ownerUserId: claim.ownerUserId, jobRunId: input.jobRunId },
           'owner busy in another transaction, retried later',
         );
       }
       for (const doc of claim.won) {
         log.info(
           {
-            jobRunId: input.correlationId,
+            jobRunId: input.jobRunId,
             ownerUserId: claim.ownerUserId,
             documentId: doc.documentId,
             type: doc.type,
@@ -150,7 +151,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         claims.push(...outcome.claims);
         continue;
       }
-      log.warn({ jobRunId: input.correlationId, ownerUserId, error: outcome.error }, 'owner transaction failed');
+      log.warn({ jobRunId: input.jobRunId, ownerUserId, error: outcome.error }, 'owner transaction failed');
       failed.push({ ownerUserId, error: outcome.error });
       if (outcome.unreachable) unreachable = outcome.error;
     }
@@ -166,7 +167,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         return { ok: true, claims: await claimInTransaction(input, [ownerUserId]) };
       } catch (err) {
         if (isPermanentDatabaseError(err) || attempt >= ISOLATED_ATTEMPTS) {
-          return { ok: false, error: describe(err), unreachable: isConnectionError(err) };
+          return { ok: false, error: describeFailure(toActivityFailure(err)), unreachable: isConnectionError(err) };
         }
         await sleep(ISOLATED_BACKOFF_MS * 4 ** (attempt - 1));
       }
@@ -251,7 +252,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       const { attempt } = ctx.info;
       otel.trace
         .getActiveSpan()
-        ?.setAttributes({ correlationId: input.correlationId, owners: input.ownerUserIds.length, attempt });
+        ?.setAttributes({ correlationId: input.jobRunId, owners: input.ownerUserIds.length, attempt });
       // A liveness signal while the statement runs: the workflow's heartbeat timeout then notices a
       // crashed worker within seconds.
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
@@ -260,7 +261,12 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       } catch (err) {
         if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
         log.warn(
-          { jobRunId: input.correlationId, owners: input.ownerUserIds.length, attempt, error: describe(err) },
+          {
+            jobRunId: input.jobRunId,
+            owners: input.ownerUserIds.length,
+            attempt,
+            error: describeFailure(toActivityFailure(err)),
+          },
           'owner group failed, claiming its owners one by one',
         );
         return await isolateOwners(input);
@@ -322,15 +328,9 @@ function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersRes
     if (c.won.length > 0) result.ownersNotified += 1;
     result.remindersSent += c.won.length;
     result.markersInserted += c.markersInserted;
-    result.skippedAlreadyMarked += c.lostToOthers;
+    result.skippedAlreadyMarked += c.skippedAlreadyMarked;
   }
   return result;
-}
-
-/** A failure as the workflow and the logs show it: SQLSTATE and message, never a connection password. */
-function describe(err: unknown): string {
-  const failure = toActivityFailure(err) as Error & { type?: string };
-  return failure.type ? `${failure.type}: ${failure.message}` : failure.message;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -21,7 +21,7 @@ export interface OwnerClaim {
   /** Markers inserted, the silent ones for less urgent crossed thresholds included. */
   markersInserted: number;
   /** Due documents whose current-threshold marker another transaction won first. */
-  lostToOthers: number;
+  skippedAlreadyMarked: number;
   /** Documents this statement won the current-threshold marker for, in event order. */
   won: WonDocument[];
 }
@@ -30,7 +30,8 @@ export interface ClaimOwnersParams extends CandidateWindow {
   ownerUserIds: readonly string[];
   /** AsOf as an ISO instant: `reminded_at` of the markers and `remindedAt` of the events. */
   asOf: string;
-  correlationId: string;
+  /** The cycle's workflow id: the outbox row's `correlation_id`. */
+  jobRunId: string;
   /** W3C traceparent of the calling span, stored with the events for the relay's span. */
   traceContext?: string;
 }
@@ -59,7 +60,7 @@ export interface ClaimPlaceholders {
   topic: string;
   eventType: string;
   contractVersion: string;
-  correlationId: string;
+  jobRunId: string;
   traceContext: string;
 }
 
@@ -126,7 +127,7 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
                   'expiresAt', won.expires_at,
                   'thresholdDays', won.current_threshold,
                   'daysLeft', won.days_left) order by won.expires_at, won.id)),
-              ${$.correlationId}, ${$.traceContext}
+              ${$.jobRunId}, ${$.traceContext}
          from won
         group by won.owner_user_id
      )`;
@@ -142,7 +143,7 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
   topic: '$8',
   eventType: '$9',
   contractVersion: '$10',
-  correlationId: '$11',
+  jobRunId: '$11',
   traceContext: '$12',
 };
 
@@ -206,7 +207,7 @@ export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<
       TOPIC,
       EVENT_TYPE,
       CONTRACT_VERSION,
-      p.correlationId,
+      p.jobRunId,
       p.traceContext ?? null,
     ],
   );
@@ -215,7 +216,7 @@ export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<
     busy: r.busy,
     due: r.due,
     markersInserted: r.inserted,
-    lostToOthers: r.due - r.won.length,
+    skippedAlreadyMarked: r.due - r.won.length,
     won: r.won,
   }));
 }

@@ -6,7 +6,6 @@
  */
 import * as otel from '@opentelemetry/api';
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   ContinueAsNew,
@@ -41,6 +40,7 @@ import {
   REMINDERS_SENT,
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
+import { describeFailure } from '../domain/failures';
 import { cycleProgressQuery } from '../domain/progress';
 import type { CycleSinks } from './sinks';
 
@@ -412,7 +412,7 @@ class OwnerGroupWindow {
             asOfDate: settings.asOfDate,
             thresholdsDays: settings.thresholdsDays,
             retentionDays: settings.retentionDays,
-            correlationId: jobRunId,
+            jobRunId,
             lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
           },
         ],
@@ -472,12 +472,4 @@ function tallyGroup(counts: CycleCounts, r: RemindOwnersResult, jobRunId: string
     cycleMetrics.ownerFailed();
     log.warn('owner failed', { jobRunId, ownerUserId: f.ownerUserId, error: f.error });
   }
-}
-
-function describeFailure(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) {
-    const cause = err.cause;
-    return cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ${cause.message}` : cause.message;
-  }
-  return err instanceof Error ? err.message : String(err);
 }

@@ -68,7 +68,7 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
       ...WINDOW,
       ownerUserIds: some.map((r) => r.owner_user_id),
       asOf: `${AS_OF_DATE}T03:00:00Z`,
-      correlationId: 'candidates-test',
+      jobRunId: 'candidates-test',
     }),
   );
 

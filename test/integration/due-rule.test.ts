@@ -141,7 +141,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
           ...window,
           ownerUserIds: scan.owners,
           asOf: `${asOfDate}T03:00:00.000Z`,
-          correlationId: `due-rule-${seed}`,
+          jobRunId: `due-rule-${seed}`,
         }),
       );
       const won = claims.flatMap((c) => c.won.map((d) => key(d.documentId, d.thresholdDays))).sort();

@@ -37,7 +37,7 @@ function input(ownerUserIds: string[]): RemindOwnersInput {
     asOfDate: AS_OF_DATE,
     thresholdsDays: [30, 7, 1, 0],
     retentionDays: 90,
-    correlationId: 'remind-owners-test',
+    jobRunId: 'remind-owners-test',
     lastAttempt: LAST_ATTEMPT,
   };
 }

@@ -1,4 +1,5 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
+import { describeFailure } from '../../src/domain/failures';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from '../../src/activities/errors';
 
 const pgError = (code: string, message = 'boom') => Object.assign(new Error(message), { code });
@@ -33,5 +34,32 @@ describe('database errors', () => {
     expect(failure.type).toBe('PostgresError:22023');
     expect(failure.message).not.toContain('hunter2');
     expect((toActivityFailure(pgError('40001')) as ApplicationFailure).nonRetryable).toBe(false);
+  });
+});
+
+describe('describeFailure: one text for a failure, in the workflow and in the activities', () => {
+  it('reads an activity failure by its cause: type and message', () => {
+    const cause = ApplicationFailure.nonRetryable('null value in column', 'PostgresError:23502');
+    const wrapped = new ActivityFailure(
+      'activity failed',
+      'remindOwners',
+      '3',
+      RetryState.NON_RETRYABLE_FAILURE,
+      undefined,
+      cause,
+    );
+    expect(describeFailure(wrapped)).toBe('PostgresError:23502: null value in column');
+  });
+
+  it('gives the message alone for an untyped failure, a plain error and a thrown string', () => {
+    expect(describeFailure(ApplicationFailure.create({ message: 'no type' }))).toBe('no type');
+    expect(describeFailure(new Error('plain'))).toBe('plain');
+    expect(describeFailure('thrown text')).toBe('thrown text');
+  });
+
+  it('describes a database error the activity converted, without its password', () => {
+    expect(describeFailure(toActivityFailure(pgError('22023', 'bad postgres://u:hunter2@db/x')))).toEqual(
+      expect.stringMatching(/^PostgresError:22023: bad postgres:\/\/u:[^h]*@db\/x$/),
+    );
   });
 });
