@@ -8,24 +8,18 @@ import { withTransaction } from '../../src/db/pool';
 import { claimOwners } from '../../src/db/reminders';
 import { currentThreshold } from '../../src/domain/thresholds';
 import { insertDocuments } from '../support/data';
-import { createTestDatabase, resetData, type TestDatabase } from '../support/stack';
+import { resetData } from '../support/stack';
+import { useIntegration } from '../support/harness';
 
 const AS_OF_DATE = '2026-09-02';
 const WINDOW = { asOfDate: AS_OF_DATE, thresholdsDays: [30, 7, 1, 0], retentionDays: 90 };
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase('candidates');
-});
-afterAll(async () => {
-  await db?.close();
-});
+const stack = useIntegration('candidates', { resetEachTest: false });
 
 test.each([[[30, 7, 1, 0]], [[14, 3]], [[0]], [[90, 30, 7]], [[365, 1]]])(
   'the current-threshold SQL is min{t : DaysLeft <= t} for DaysLeft -120 … 400 with thresholds %j',
   async (thresholds) => {
-    const { rows } = await db.admin.query<{ days_left: number; current: number | null }>(
+    const { rows } = await stack.db.admin.query<{ days_left: number; current: number | null }>(
       `select d.days_left, ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')} as current
          from (select n as days_left, $1::date + n as expires_at from generate_series(-120, 400) as n) d`,
       [AS_OF_DATE, thresholds],
@@ -50,9 +44,9 @@ test('id slices split the UUID space into equal ranges that meet', () => {
 });
 
 test('a page scanned in slices is the page scanned whole, page after page, with claimed documents in between', async () => {
-  await resetData(db);
+  await resetData(stack.db);
   await insertDocuments(
-    db.admin,
+    stack.db.admin,
     AS_OF_DATE,
     Array.from({ length: 400 }, (_, i) => ({
       daysLeft: (i % 125) - 92,
@@ -60,10 +54,10 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
     })),
   );
   // Some documents already reminded, so the pages skip them.
-  const { rows: some } = await db.admin.query<{ owner_user_id: string }>(
+  const { rows: some } = await stack.db.admin.query<{ owner_user_id: string }>(
     `select owner_user_id from profile.person_documents order by id limit 60`,
   );
-  await withTransaction(db.worker, (tx) =>
+  await withTransaction(stack.db.worker, (tx) =>
     claimOwners(tx, {
       ...WINDOW,
       ownerUserIds: some.map((r) => r.owner_user_id),
@@ -73,8 +67,8 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
   );
 
   for (const slices of [2, 3, 7]) {
-    let whole = await selectCandidatePage(db.worker, WINDOW, null, 37, 1);
-    let sliced = await selectCandidatePage(db.worker, WINDOW, null, 37, slices);
+    let whole = await selectCandidatePage(stack.db.worker, WINDOW, null, 37, 1);
+    let sliced = await selectCandidatePage(stack.db.worker, WINDOW, null, 37, slices);
     let pages = 0;
     for (;;) {
       expect(sliced).toEqual(whole);
@@ -82,8 +76,8 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
       if (whole.length < 37) break;
       const last = whole[whole.length - 1];
       const cursor = { expiresAt: last.expires_at, id: last.id };
-      whole = await selectCandidatePage(db.worker, WINDOW, cursor, 37, 1);
-      sliced = await selectCandidatePage(db.worker, WINDOW, cursor, 37, slices);
+      whole = await selectCandidatePage(stack.db.worker, WINDOW, cursor, 37, 1);
+      sliced = await selectCandidatePage(stack.db.worker, WINDOW, cursor, 37, slices);
     }
     expect(pages).toBeGreaterThan(5);
   }

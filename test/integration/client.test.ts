@@ -1,73 +1,35 @@
 /** The operator's client against the dev server: the schedule and manual cycles. */
 import crypto from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { buildProgram } from '../../src/client';
+import { runClient } from '../support/cli';
 import { resultWithProgress } from '../../src/operations/progress';
 import { applySchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
-import {
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startTestWorker,
-  testConfig,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
+import { resetData, testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
+import { sleep } from '../support/wait';
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
-let w: TestWorker;
 const taskQueue = `client-test-${crypto.randomUUID()}`;
 const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
 // A schedule of this file's own: other files run against the same dev server at the same time.
 const scheduleId = `client-test-${crypto.randomBytes(4).toString('hex')}`;
+const stack = useIntegration('client', { worker: 'file', taskQueue, resetEachTest: false });
+stack.trackSchedule(scheduleId);
 
 /** What the last `cli` call wrote to stderr. */
 let stderrOfLastCli = '';
 
-/** Runs `npm run client -- …args` in-process and returns what it printed as JSON. */
+/** Runs `npm run client -- …args` in-process, on this file's schedule, and returns what it printed as JSON. */
 async function cli(...args: string[]): Promise<Record<string, unknown>> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    out.push(String(chunk));
-    return true;
-  });
-  const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-    err.push(String(chunk));
-    return true;
-  });
-  try {
-    await buildProgram(() => config).parseAsync(['node', 'client', '--schedule-id', scheduleId, ...args]);
-  } finally {
-    spy.mockRestore();
-    errSpy.mockRestore();
-    stderrOfLastCli = err.join('');
-  }
-  return JSON.parse(out.join(''));
+  const run = await runClient(() => config, ['--schedule-id', scheduleId, ...args]);
+  stderrOfLastCli = run.stderr;
+  return run.output;
 }
-
-beforeAll(async () => {
-  db = await createTestDatabase('client');
-  temporal = await connectClient();
-  w = await startTestWorker(db, { taskQueue });
-});
-afterAll(async () => {
-  await temporal?.client.schedule
-    .getHandle(scheduleId)
-    .delete()
-    .catch(() => {});
-  await w?.stop();
-  await temporal?.close();
-  await db?.close();
-});
 
 test('schedule apply creates the schedule, and applying again updates it and keeps it paused', async () => {
   expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ scheduleId, outcome: 'created' }));
-  const handle = temporal.client.schedule.getHandle(scheduleId);
+  const handle = stack.client.schedule.getHandle(scheduleId);
   await handle.pause('maintenance window');
 
   expect(await cli('schedule', 'apply')).toEqual(expect.objectContaining({ outcome: 'updated' }));
@@ -81,26 +43,26 @@ test('schedule apply creates the schedule, and applying again updates it and kee
 });
 
 test('schedule trigger starts a cycle through the schedule that reminds due owners', async () => {
-  await insertDocuments(db.admin, utcDate(new Date()), [{ daysLeft: 7 }, { daysLeft: 0 }]);
+  await insertDocuments(stack.db.admin, utcDate(new Date()), [{ daysLeft: 7 }, { daysLeft: 0 }]);
   await cli('schedule', 'apply');
 
   expect(await cli('schedule', 'trigger')).toEqual(expect.objectContaining({ triggered: true }));
 
-  const handle = temporal.client.schedule.getHandle(scheduleId);
+  const handle = stack.client.schedule.getHandle(scheduleId);
   let workflowId: string | undefined;
   for (let i = 0; i < 100 && !workflowId; i++) {
     const { info } = await handle.describe();
     workflowId = (info.runningActions[0] ?? info.recentActions[0]?.action)?.workflow.workflowId;
-    if (!workflowId) await new Promise((r) => setTimeout(r, 100));
+    if (!workflowId) await sleep(100);
   }
-  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(workflowId!).result();
+  const result = await stack.client.workflow.getHandle<CycleWorkflow>(workflowId!).result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2 }));
-  expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([workflowId, workflowId]);
+  expect((await outbox(stack.db.admin)).map((r) => r.correlation_id)).toEqual([workflowId, workflowId]);
 });
 
 test('cycle run --as-of --wait prints the result as JSON', async () => {
-  await resetData(db);
-  await insertDocuments(db.admin, '2025-03-01', [{ daysLeft: 1 }]);
+  await resetData(stack.db);
+  await insertDocuments(stack.db.admin, '2025-03-01', [{ daysLeft: 1 }]);
 
   const printed = await cli('cycle', 'run', '--as-of', '2025-03-01', '--wait');
 
@@ -113,14 +75,14 @@ test('cycle run --as-of --wait prints the result as JSON', async () => {
 });
 
 test('schedule trigger --wait prints the cycle it started and its result; stdout stays one JSON document', async () => {
-  await resetData(db);
-  await insertDocuments(db.admin, utcDate(new Date()), [{ daysLeft: 30 }, { daysLeft: 1 }]);
+  await resetData(stack.db);
+  await insertDocuments(stack.db.admin, utcDate(new Date()), [{ daysLeft: 30 }, { daysLeft: 1 }]);
   await cli('schedule', 'apply');
   // The previous test's cycle has ended, but the schedule lists it as running for a moment longer;
   // a trigger then is skipped (that case is the next test's).
-  const schedule = temporal.client.schedule.getHandle(scheduleId);
+  const schedule = stack.client.schedule.getHandle(scheduleId);
   for (let i = 0; i < 100 && (await schedule.describe()).info.runningActions.length > 0; i++) {
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 
   const printed = await cli('schedule', 'trigger', '--wait');
@@ -133,7 +95,7 @@ test('schedule trigger --wait prints the cycle it started and its result; stdout
       result: expect.objectContaining({ status: 'completed', remindersSent: 2, ownersNotified: 2 }),
     }),
   );
-  expect((await outbox(db.admin)).map((r) => r.correlation_id)).toEqual([printed.workflowId, printed.workflowId]);
+  expect((await outbox(stack.db.admin)).map((r) => r.correlation_id)).toEqual([printed.workflowId, printed.workflowId]);
   // Whatever progress was shown went to stderr, as whole lines in this non-terminal run.
   for (const line of stderrOfLastCli.split('\n').filter(Boolean))
     expect(line).toMatch(/^cycle as of \d{4}-\d{2}-\d{2} · page \d+ · owners \d+ done/);
@@ -143,33 +105,33 @@ test('a trigger skipped while a cycle runs is followed to that running cycle, no
   // No worker polls this queue, so the first cycle stays running and the second trigger is skipped.
   const idle = testConfig({ TEMPORAL_TASK_QUEUE: `client-test-idle-${crypto.randomUUID()}` });
   const idleScheduleId = `client-test-idle-${crypto.randomBytes(4).toString('hex')}`;
-  await applySchedule(temporal.client, idle, idleScheduleId);
+  await applySchedule(stack.client, idle, idleScheduleId);
   try {
-    const beforeFirst = await scheduleActionRuns(temporal.client, idleScheduleId);
-    await triggerSchedule(temporal.client, idleScheduleId);
-    const first = await cycleStartedBy(temporal.client, idleScheduleId, beforeFirst);
+    const beforeFirst = await scheduleActionRuns(stack.client, idleScheduleId);
+    await triggerSchedule(stack.client, idleScheduleId);
+    const first = await cycleStartedBy(stack.client, idleScheduleId, beforeFirst);
     expect(first.skipped).toBe(false);
 
-    const beforeSecond = await scheduleActionRuns(temporal.client, idleScheduleId);
-    await triggerSchedule(temporal.client, idleScheduleId);
-    const second = await cycleStartedBy(temporal.client, idleScheduleId, beforeSecond);
+    const beforeSecond = await scheduleActionRuns(stack.client, idleScheduleId);
+    await triggerSchedule(stack.client, idleScheduleId);
+    const second = await cycleStartedBy(stack.client, idleScheduleId, beforeSecond);
 
     expect(second).toEqual({ ...first, skipped: true });
-    await temporal.client.workflow.getHandle(first.workflowId, first.firstExecutionRunId).terminate('test done');
+    await stack.client.workflow.getHandle(first.workflowId, first.firstExecutionRunId).terminate('test done');
   } finally {
-    await temporal.client.schedule.getHandle(idleScheduleId).delete();
+    await stack.client.schedule.getHandle(idleScheduleId).delete();
   }
 });
 
 test('the progress line follows a running cycle through its query and never runs ahead of the result', async () => {
-  await resetData(db);
+  await resetData(stack.db);
   const asOf = '2025-06-01';
   await insertDocuments(
-    db.admin,
+    stack.db.admin,
     asOf,
     Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 31 })),
   );
-  const handle = await temporal.client.workflow.start<CycleWorkflow>('documentExpiryReminderCycle', {
+  const handle = await stack.client.workflow.start<CycleWorkflow>('documentExpiryReminderCycle', {
     taskQueue,
     workflowId: `client-test-progress-${crypto.randomUUID()}`,
     args: [{ asOf, batchSize: 2, ownerGroupSize: 1, ownerConcurrency: 1 }],
@@ -198,11 +160,11 @@ test('cycle run rejects a malformed --as-of before contacting anything', async (
 });
 
 test('cycle run refuses an --as-of after today (a typo for this year) before starting anything', async () => {
-  await resetData(db);
+  await resetData(stack.db);
   const today = utcDate(new Date());
   const typo = `${Number(today.slice(0, 4)) + 1}${today.slice(4)}`;
   // Due at 30 today; "expired" as of the typo.
-  await insertDocuments(db.admin, today, [{ daysLeft: 20 }]);
+  await insertDocuments(stack.db.admin, today, [{ daysLeft: 20 }]);
 
   await expect(cli('cycle', 'run', '--as-of', typo, '--wait')).rejects.toThrow(
     `--as-of ${typo} is after today's UTC date (${today}): a cycle as of a later day would send reminders early and prune the markers of documents still in the window; nothing was started`,
@@ -211,5 +173,5 @@ test('cycle run refuses an --as-of after today (a typo for this year) before sta
   expect(await cli('cycle', 'run', '--as-of', today, '--wait')).toEqual(
     expect.objectContaining({ result: expect.objectContaining({ status: 'completed', remindersSent: 1 }) }),
   );
-  expect(await outbox(db.admin)).toHaveLength(1);
+  expect(await outbox(stack.db.admin)).toHaveLength(1);
 });

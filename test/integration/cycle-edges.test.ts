@@ -3,79 +3,52 @@
  * pages, the time limit, failing owners and invalid input.
  */
 import crypto from 'node:crypto';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { addDays } from '../../src/domain/thresholds';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyEventTypes } from '../support/history';
-import {
-  connectClient,
-  createTestDatabase,
-  resetData,
-  runCycle,
-  startCycle,
-  startTestWorker,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
+import type { CycleInput } from '../../src/domain/cycle';
+import { useIntegration } from '../support/harness';
 
 const AS_OF_DATE = '2026-09-02';
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
-let w: TestWorker;
+const stack = useIntegration('cycle-edges', { worker: 'test' });
 
-beforeAll(async () => {
-  db = await createTestDatabase('cycle-edges');
-  temporal = await connectClient();
-});
-afterAll(async () => {
-  await temporal?.close();
-  await db?.close();
-});
-beforeEach(async () => {
-  await resetData(db);
-  w = await startTestWorker(db);
-});
-afterEach(async () => {
-  await w?.stop();
-});
-
-const cycle = (input: Parameters<typeof runCycle>[2] = {}) =>
-  runCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, ...input });
+const cycle = (input: CycleInput = {}) => stack.cycle({ asOf: AS_OF_DATE, ...input });
 
 test('resolution 1: a document expired 120 days ago and still active is never reminded', async () => {
-  await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: -120 }, { daysLeft: -91 }]);
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: -120 }, { daysLeft: -91 }]);
 
   for (const day of [0, 1, 30]) {
     const result = await cycle({ asOf: addDays(AS_OF_DATE, day) });
     expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 0, documentsSeen: 0 }));
   }
-  expect(await markers(db.admin)).toEqual([]);
-  expect(await outbox(db.admin)).toEqual([]);
+  expect(await markers(stack.db.admin)).toEqual([]);
+  expect(await outbox(stack.db.admin)).toEqual([]);
 });
 
 test('resolution 2: after adding 14, a document 5 days out that was reminded at 7 gets nothing', async () => {
-  const [doc] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+  const [doc] = await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
   expect((await cycle()).remindersSent).toBe(1);
 
   const later = await cycle({ asOf: addDays(AS_OF_DATE, 2), thresholdsDays: [30, 14, 7, 1, 0] });
 
   expect(later.remindersSent).toBe(0);
-  expect(await outbox(db.admin)).toHaveLength(1);
-  expect((await markers(db.admin)).map((m) => m.threshold_days)).toEqual([30, 7]);
-  expect((await outbox(db.admin))[0].payload.documents[0]).toEqual(
+  expect(await outbox(stack.db.admin)).toHaveLength(1);
+  expect((await markers(stack.db.admin)).map((m) => m.threshold_days)).toEqual([30, 7]);
+  expect((await outbox(stack.db.admin))[0].payload.documents[0]).toEqual(
     expect.objectContaining({ documentId: doc.id, thresholdDays: 7 }),
   );
 });
 
 test('a cycle over more owners than one run may hold continues as new and keeps its totals', async () => {
   const docs = await insertDocuments(
-    db.admin,
+    stack.db.admin,
     AS_OF_DATE,
     Array.from({ length: 40 }, (_, i) => ({ daysLeft: i % 8 })),
   );
 
-  const handle = await startCycle(temporal.client, w.taskQueue, {
+  const handle = await stack.startCycle({
     asOf: AS_OF_DATE,
     batchSize: 4,
     maxHistoryEvents: 60,
@@ -97,12 +70,12 @@ test('a cycle over more owners than one run may hold continues as new and keeps 
   const firstRun = await historyEventTypes(handle, handle.firstExecutionRunId);
   expect(firstRun[firstRun.length - 1]).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
   expect(firstRun.length).toBeLessThanOrEqual(60 + 4 * 6);
-  expect(await outbox(db.admin)).toHaveLength(docs.length);
+  expect(await outbox(stack.db.admin)).toHaveLength(docs.length);
 });
 
 test('an owner whose documents land on different pages gets one event per cycle', async () => {
   const owner = crypto.randomUUID();
-  await insertDocuments(db.admin, AS_OF_DATE, [
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [
     { ownerUserId: owner, daysLeft: 1 },
     { daysLeft: 2 },
     { daysLeft: 3 },
@@ -114,14 +87,14 @@ test('an owner whose documents land on different pages gets one event per cycle'
   const result = await cycle({ batchSize: 2 });
 
   expect(result).toEqual(expect.objectContaining({ remindersSent: 6, ownersNotified: 4 }));
-  const rows = (await outbox(db.admin)).filter((r) => r.aggregate_id === owner);
+  const rows = (await outbox(stack.db.admin)).filter((r) => r.aggregate_id === owner);
   expect(rows).toHaveLength(1);
   expect(rows[0].payload.documents.map((d) => d.daysLeft)).toEqual([1, 4, 25]);
 });
 
 test('the time limit ends the cycle as time-limit and the next cycle reminds the rest, nobody twice', async () => {
   const docs = await insertDocuments(
-    db.admin,
+    stack.db.admin,
     AS_OF_DATE,
     Array.from({ length: 300 }, () => ({ daysLeft: 1 })),
   );
@@ -130,36 +103,40 @@ test('the time limit ends the cycle as time-limit and the next cycle reminds the
 
   expect(limited.status).toBe('time-limit');
   expect(limited.remindersSent).toBeLessThan(docs.length);
-  expect(await outbox(db.admin)).toHaveLength(limited.remindersSent);
+  expect(await outbox(stack.db.admin)).toHaveLength(limited.remindersSent);
 
   const rest = await cycle({ ownerConcurrency: 50 });
   expect(rest.status).toBe('completed');
   expect(limited.remindersSent + rest.remindersSent).toBe(docs.length);
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   expect(new Set(rows.map((r) => r.aggregate_id)).size).toBe(docs.length);
   expect(rows).toHaveLength(docs.length);
 });
 
 test('an owner that still fails after its retries is counted and the others are reminded', async () => {
   const bad = crypto.randomUUID();
-  await insertDocuments(db.admin, AS_OF_DATE, [{ ownerUserId: bad, daysLeft: 7 }, { daysLeft: 7 }, { daysLeft: 0 }]);
-  const undoReject = await rejectOwner(db.admin, bad);
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [
+    { ownerUserId: bad, daysLeft: 7 },
+    { daysLeft: 7 },
+    { daysLeft: 0 },
+  ]);
+  const undoReject = await rejectOwner(stack.db.admin, bad);
   try {
     const result = await cycle();
 
     expect(result).toEqual(
       expect.objectContaining({ status: 'completed', failedOwners: 1, remindersSent: 2, ownersNotified: 2 }),
     );
-    const rows = await outbox(db.admin);
+    const rows = await outbox(stack.db.admin);
     expect(rows.map((r) => r.aggregate_id)).not.toContain(bad);
-    expect((await markers(db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
+    expect((await markers(stack.db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
   } finally {
     await undoReject();
   }
 });
 
 test('invalid cycle input fails the cycle at once with a message naming the field', async () => {
-  const handle = await startCycle(temporal.client, w.taskQueue, { thresholdsDays: [7, 30], batchSize: 0 });
+  const handle = await stack.startCycle({ thresholdsDays: [7, 30], batchSize: 0 });
 
   const err = await handle.result().catch((e: unknown) => e);
 
@@ -168,5 +145,5 @@ test('invalid cycle input fails the cycle at once with a message naming the fiel
   expect(cause.type).toBe('InvalidCycleInput');
   expect(cause.message).toContain('thresholdsDays=[7,30]: thresholds must be sorted in descending order');
   expect(cause.message).toContain('batchSize=0');
-  expect(await outbox(db.admin)).toEqual([]);
+  expect(await outbox(stack.db.admin)).toEqual([]);
 });

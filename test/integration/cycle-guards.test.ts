@@ -4,47 +4,27 @@
  * history. Each guards one way a cycle could send a wrong reminder, or none.
  */
 import crypto from 'node:crypto';
-import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
-import {
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startCycle,
-  startTestWorker,
-  testConfig,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
+import { testConfig, type TestWorker } from '../support/stack';
 import { waitFor } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
 
 const AS_OF_DATE = '2026-09-02';
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
+const stack = useIntegration('cycle-guards', { client: true });
+/** This test's worker: each test (or describe) starts its own, with the configuration it needs. */
 let w: TestWorker;
 
-beforeAll(async () => {
-  db = await createTestDatabase('cycle-guards');
-  temporal = await connectClient();
-});
-afterAll(async () => {
-  await temporal?.close();
-  await db?.close();
-});
 beforeEach(async () => {
-  await resetData(db);
-  await db.admin.query(`
+  await stack.db.admin.query(`
     drop trigger if exists slow_marks on profile.document_expiry_reminders;
     drop trigger if exists lose_page_one on profile.document_expiry_reminder_scan_positions;`);
-});
-afterEach(async () => {
-  await w?.stop();
 });
 
 /** The error a cycle failed with: the activity's ApplicationFailure message and type, or the workflow's. */
@@ -69,7 +49,7 @@ async function failureOf(handle: WorkflowHandle, timeoutMs = 30_000): Promise<{ 
 }
 
 function startWith(input: unknown, workflowId?: string) {
-  return temporal.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
+  return stack.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue: w.taskQueue,
     workflowId: workflowId ?? `test-cycle-${crypto.randomUUID()}`,
     args: [input as never],
@@ -78,7 +58,7 @@ function startWith(input: unknown, workflowId?: string) {
 
 /** Every marker insert statement sleeps this long, so owners are in flight when the test acts. */
 async function slowMarks(seconds: number): Promise<void> {
-  await db.admin.query(`
+  await stack.db.admin.query(`
     create or replace function profile.slow_marks() returns trigger language plpgsql as $$
     begin perform pg_sleep(${seconds}); return null; end $$;
     create trigger slow_marks after insert on profile.document_expiry_reminders
@@ -87,47 +67,49 @@ async function slowMarks(seconds: number): Promise<void> {
 
 describe('a run cannot undo the ledger', () => {
   beforeEach(async () => {
-    w = await startTestWorker(db);
+    w = await stack.startWorker();
   });
 
   test('asOf a year ahead (a typo for this year) is refused at start, naming the field and the value; nothing is sent or pruned', async () => {
     const today = utcDate(new Date());
     const typo = `${Number(today.slice(0, 4)) + 1}${today.slice(4)}`;
     // Valid for two more months today; "expired" as of the typo. An old marker the typo's prune would delete.
-    await insertDocuments(db.admin, today, [{ daysLeft: 60 }]);
-    await db.admin.query(
+    await insertDocuments(stack.db.admin, today, [{ daysLeft: 60 }]);
+    await stack.db.admin.query(
       `insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
        values (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Passport', 7, $1, now())`,
       [addDays(today, 30)],
     );
 
-    const failure = await failureOf(await startCycle(temporal.client, w.taskQueue, { asOf: typo }));
+    const failure = await failureOf(await stack.startCycle({ asOf: typo }, { taskQueue: w.taskQueue }));
 
     expect(failure.type).toBe('InvalidCycleInput');
     expect(failure.message).toContain(`asOf="${typo}": after today's UTC date (${today})`);
-    expect(await outbox(db.admin)).toEqual([]);
-    expect(await markers(db.admin)).toHaveLength(1);
+    expect(await outbox(stack.db.admin)).toEqual([]);
+    expect(await markers(stack.db.admin)).toHaveLength(1);
   });
 
   test('retentionDays other than the configured one (0 from the Web UI) is refused; the configured value is accepted', async () => {
-    const [old] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: -30 }]);
-    await db.admin.query(
+    const [old] = await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: -30 }]);
+    await stack.db.admin.query(
       `insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
        values (gen_random_uuid(), $1, $2, 'Passport', 0, $3, now())`,
       [old.id, old.ownerUserId, old.expiresAt],
     );
 
     const failure = await failureOf(
-      await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 0 }),
+      await stack.startCycle({ asOf: AS_OF_DATE, retentionDays: 0 }, { taskQueue: w.taskQueue }),
     );
 
     expect(failure.message).toContain(
       'retentionDays=0: expected the configured retention, 90 (REMINDER_RETENTION_DAYS)',
     );
-    expect(await markers(db.admin)).toHaveLength(1);
-    const ok = await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, retentionDays: 90 })).result();
+    expect(await markers(stack.db.admin)).toHaveLength(1);
+    const ok = await (
+      await stack.startCycle({ asOf: AS_OF_DATE, retentionDays: 90 }, { taskQueue: w.taskQueue })
+    ).result();
     expect(ok).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 0, pruned: 0 }));
-    expect(await markers(db.admin)).toHaveLength(1);
+    expect(await markers(stack.db.admin)).toHaveLength(1);
   });
 
   test.each([
@@ -147,18 +129,18 @@ describe('a run cannot undo the ledger', () => {
   ])(
     'input with %s fails the cycle once, with a message, instead of looping on workflow-task failures',
     async (_what, input, message) => {
-      await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+      await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
 
       const failure = await failureOf(await startWith(input), 20_000);
 
       expect(failure.message).toContain(message);
-      expect(await outbox(db.admin)).toEqual([]);
+      expect(await outbox(stack.db.admin)).toEqual([]);
     },
   );
 
   test('a continuation from outside, well formed, cannot restart a scan position it did not write', async () => {
     await insertDocuments(
-      db.admin,
+      stack.db.admin,
       AS_OF_DATE,
       Array.from({ length: 5 }, () => ({ daysLeft: 7 })),
     );
@@ -186,23 +168,23 @@ describe('a run cannot undo the ledger', () => {
 
     expect(failure.type).toBe('ScanPositionMissing');
     expect(failure.message).toMatch(/no scan position for page 2 of cycle/);
-    expect(await outbox(db.admin)).toEqual([]);
+    expect(await outbox(stack.db.admin)).toEqual([]);
   });
 
   test('a workflow id longer than correlation_id holds is refused at start instead of failing every owner', async () => {
-    await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+    await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
 
     const failure = await failureOf(await startWith({ asOf: AS_OF_DATE }, `manual-${'x'.repeat(200)}`));
 
     expect(failure.message).toContain('is 207 characters long: expected at most 128');
-    expect(await markers(db.admin)).toEqual([]);
+    expect(await markers(stack.db.admin)).toEqual([]);
   });
 });
 
 describe('a busy owner is retried, never dropped for the day', () => {
   /** Holds the owner's advisory lock in a transaction of its own, as an orphaned backend would. */
   async function holdOwner(ownerUserId: string) {
-    const client = await db.worker.connect();
+    const client = await stack.db.worker.connect();
     await client.query('begin');
     await client.query(
       `select pg_advisory_xact_lock((('x' || left(h, 16))::bit(64) # ('x' || right(h, 16))::bit(64))::bigint)
@@ -216,11 +198,11 @@ describe('a busy owner is retried, never dropped for the day', () => {
   }
 
   test('an owner locked by another transaction at its turn is retried later in the cycle and reminded', async () => {
-    w = await startTestWorker(db);
-    const [held, other] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
+    w = await stack.startWorker();
+    const [held, other] = await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
     const release = await holdOwner(held.ownerUserId);
-    const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE });
-    await waitFor(async () => (await outbox(db.admin)).length === 1);
+    const handle = await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue: w.taskQueue });
+    await waitFor(async () => (await outbox(stack.db.admin)).length === 1);
     await release();
 
     const result = await handle.result();
@@ -234,18 +216,18 @@ describe('a busy owner is retried, never dropped for the day', () => {
         ownersProcessed: 2,
       }),
     );
-    expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual(
+    expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual(
       [held.ownerUserId, other.ownerUserId].sort(),
     );
   });
 
   test('an owner still locked when the retry window ends counts as failed (the workflow logs it by id, the errors metric counts it)', async () => {
     // 1 s idle-in-transaction timeout: the busy owners get 2 × 1 s + 10 s of retries.
-    w = await startTestWorker(db, { config: testConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '1s' }) });
-    const [held] = await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
+    w = await stack.startWorker({ config: testConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '1s' }) });
+    const [held] = await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
     const release = await holdOwner(held.ownerUserId);
     try {
-      const result = await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })).result();
+      const result = await (await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue: w.taskQueue })).result();
 
       expect(result).toEqual(
         expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 1, remindersSent: 1 }),
@@ -253,49 +235,54 @@ describe('a busy owner is retried, never dropped for the day', () => {
     } finally {
       await release();
     }
-    expect((await outbox(db.admin)).map((r) => r.aggregate_id)).not.toContain(held.ownerUserId);
+    expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id)).not.toContain(held.ownerUserId);
   });
 });
 
 describe('a cycle ends cleanly whatever arrives while it waits', () => {
   beforeEach(async () => {
-    w = await startTestWorker(db);
+    w = await stack.startWorker();
   });
 
   test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
     await insertDocuments(
-      db.admin,
+      stack.db.admin,
       AS_OF_DATE,
       Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
     );
     await slowMarks(2);
     // Page 1's end position vanishes as it is written, so reading page 2 ahead fails for good.
-    await db.admin.query(`
+    await stack.db.admin.query(`
       create or replace function profile.lose_page_one() returns trigger language plpgsql as $$
       begin delete from profile.document_expiry_reminder_scan_positions where cycle_id = new.cycle_id and page = 1; return null; end $$;
       create trigger lose_page_one after insert or update on profile.document_expiry_reminder_scan_positions
         for each row when (new.page = 1) execute function profile.lose_page_one();`);
 
-    const failure = await failureOf(await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE, batchSize: 3 }));
+    const failure = await failureOf(
+      await stack.startCycle({ asOf: AS_OF_DATE, batchSize: 3 }, { taskQueue: w.taskQueue }),
+    );
 
     expect(failure.type).toBe('ScanPositionMissing');
   });
 
   test('a cancel request while the run drains before continuing as new stops the cycle there', async () => {
     await insertDocuments(
-      db.admin,
+      stack.db.admin,
       AS_OF_DATE,
       Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
     );
     await slowMarks(2);
     // The smallest history budget: the run continues as new after its first page, once its owners drain.
-    const handle = await startCycle(temporal.client, w.taskQueue, {
-      asOf: AS_OF_DATE,
-      batchSize: 2,
-      maxHistoryEvents: 10,
-    });
+    const handle = await stack.startCycle(
+      {
+        asOf: AS_OF_DATE,
+        batchSize: 2,
+        maxHistoryEvents: 10,
+      },
+      { taskQueue: w.taskQueue },
+    );
     await waitFor(async () => {
-      const { rows } = await db.admin.query(`select 1 from pg_stat_activity where wait_event = 'PgSleep'`);
+      const { rows } = await stack.db.admin.query(`select 1 from pg_stat_activity where wait_event = 'PgSleep'`);
       return rows.length > 0;
     });
     await handle.cancel();
@@ -303,22 +290,25 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
     const result = await handle.result();
 
     expect(result).toEqual(expect.objectContaining({ status: 'cancelled', runs: 1, pages: 1, remindersSent: 2 }));
-    expect(await outbox(db.admin)).toHaveLength(2);
+    expect(await outbox(stack.db.admin)).toHaveLength(2);
   });
 });
 
 test('no document value in any run of a cycle that pages one document at a time and continues as new', async () => {
-  w = await startTestWorker(db);
+  w = await stack.startWorker();
   const docs = await insertDocuments(
-    db.admin,
+    stack.db.admin,
     AS_OF_DATE,
     [3, 5, 6, 9, 12, 20].map((daysLeft) => ({ daysLeft, numberMask: `**** ${crypto.randomInt(100000, 999999)}` })),
   );
-  const handle = await startCycle(temporal.client, w.taskQueue, {
-    asOf: AS_OF_DATE,
-    batchSize: 1,
-    maxHistoryEvents: 10,
-  });
+  const handle = await stack.startCycle(
+    {
+      asOf: AS_OF_DATE,
+      batchSize: 1,
+      maxHistoryEvents: 10,
+    },
+    { taskQueue: w.taskQueue },
+  );
   const result = await handle.result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 6 }));
   expect(result.runs).toBeGreaterThan(3);
@@ -327,7 +317,7 @@ test('no document value in any run of a cycle that pages one document at a time 
   const histories: Buffer[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;
   while (runId) {
-    const target: WorkflowHandle = temporal.client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId);
+    const target: WorkflowHandle = stack.client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId);
     histories.push(await historyBytes(target));
     const events = (await target.fetchHistory()).events;
     runId = events?.[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
@@ -340,7 +330,7 @@ test('no document value in any run of a cycle that pages one document at a time 
     }
   }
   // The positions stay in PostgreSQL only while the cycle runs.
-  const { rows } = await db.admin.query(
+  const { rows } = await stack.db.admin.query(
     'select * from profile.document_expiry_reminder_scan_positions where cycle_id = $1',
     [handle.firstExecutionRunId],
   );

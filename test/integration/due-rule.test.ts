@@ -11,23 +11,14 @@ import { claimOwners, deleteExpiredMarkers } from '../../src/db/reminders';
 import { addDays, crossedThresholds, currentThreshold, daysBetween } from '../../src/domain/thresholds';
 import { previewCycle } from '../../src/operations/cycles';
 import { insertDocuments } from '../support/data';
-import { createTestDatabase, resetData, type TestDatabase } from '../support/stack';
+import { resetData } from '../support/stack';
+import { useIntegration } from '../support/harness';
 
 const BASE_DATE = '2026-01-01';
 const RETENTION_DAYS = 90;
 const THRESHOLD_POOL = [0, 1, 2, 3, 5, 7, 10, 14, 30, 60];
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase('due-rule');
-});
-afterAll(async () => {
-  await db?.close();
-});
-beforeEach(async () => {
-  await resetData(db);
-});
+const stack = useIntegration('due-rule');
 
 /** mulberry32: a seeded generator, so a failing case can be run again from its seed. */
 function random(seed: number): () => number {
@@ -82,7 +73,7 @@ async function scanOwners(
   const documents = new Set<string>();
   let cursor: { expiresAt: string; id: string } | null = null;
   for (;;) {
-    const rows = await selectCandidatePage(db.worker, window, cursor, batchSize);
+    const rows = await selectCandidatePage(stack.db.worker, window, cursor, batchSize);
     for (const r of rows) {
       documents.add(r.id);
       if (!owners.includes(r.owner_user_id)) owners.push(r.owner_user_id);
@@ -98,7 +89,7 @@ const key = (documentId: string, threshold: number) => `${documentId}:${threshol
 test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
   'random thresholds over random days: the scan, the claim, preview and the backlog follow the model (seed %i)',
   async (seed) => {
-    await resetData(db);
+    await resetData(stack.db);
     const next = random(seed);
     const owners = Array.from({ length: 5 }, () => crypto.randomUUID());
     const docs: ModelDocument[] = Array.from({ length: 24 }, () => ({
@@ -108,7 +99,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
       markers: new Set<number>(),
     }));
     await insertDocuments(
-      db.admin,
+      stack.db.admin,
       BASE_DATE,
       docs.map((d) => ({ id: d.id, ownerUserId: d.ownerUserId, daysLeft: daysBetween(BASE_DATE, d.expiresAt) })),
     );
@@ -125,18 +116,18 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
       const expectedKeys = [...expected.entries()].map(([id, e]) => key(id, e.current)).sort();
 
       // Read-only views first: the backlog, the scan and preview all see the model's due set.
-      expect([context, await countDueDocuments(db.worker, window)]).toEqual([context, expected.size]);
+      expect([context, await countDueDocuments(stack.db.worker, window)]).toEqual([context, expected.size]);
       const batchSize = 1 + Math.floor(next() * 6);
       const scan = await scanOwners(window, batchSize);
       expect([context, [...scan.documents].sort()]).toEqual([context, [...expected.keys()].sort()]);
-      const preview = await previewCycle(db.worker, window, batchSize);
+      const preview = await previewCycle(stack.db.worker, window, batchSize);
       expect([
         context,
         preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort(),
       ]).toEqual([context, expectedKeys]);
 
       // The cycle: claim the scanned owners, then prune.
-      const claims = await withTransaction(db.worker, (tx) =>
+      const claims = await withTransaction(stack.db.worker, (tx) =>
         claimOwners(tx, {
           ...window,
           ownerUserIds: scan.owners,
@@ -146,7 +137,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
       );
       const won = claims.flatMap((c) => c.won.map((d) => key(d.documentId, d.thresholdDays))).sort();
       expect([context, won]).toEqual([context, expectedKeys]);
-      await deleteExpiredMarkers(db.worker, addDays(asOfDate, -RETENTION_DAYS), 10_000);
+      await deleteExpiredMarkers(stack.db.worker, addDays(asOfDate, -RETENTION_DAYS), 10_000);
 
       for (const { doc, current } of expected.values()) {
         for (const t of crossedThresholds(daysBetween(asOfDate, doc.expiresAt), thresholdsDays)) doc.markers.add(t);
@@ -155,7 +146,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
       for (const doc of docs) {
         if (doc.expiresAt < addDays(asOfDate, -RETENTION_DAYS)) doc.markers.clear();
       }
-      const { rows } = await db.admin.query<{ document_id: string; threshold_days: number }>(
+      const { rows } = await stack.db.admin.query<{ document_id: string; threshold_days: number }>(
         'select document_id, threshold_days from profile.document_expiry_reminders',
       );
       expect([context, rows.map((r) => key(r.document_id, r.threshold_days)).sort()]).toEqual([

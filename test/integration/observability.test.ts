@@ -8,7 +8,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
@@ -16,36 +15,15 @@ import { createKafka } from '../../src/relay/kafka';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
 import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
 import { freePort } from '../../src/observability/ports';
-import { databaseUrl } from '../../scripts/stack/postgres';
 import { createTracing } from '../../src/observability/tracing';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
-import {
-  CapturedLogs,
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startCycle,
-  startTestWorker,
-  type TestDatabase,
-} from '../support/stack';
+import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
+import { useIntegration } from '../support/harness';
 
 const root = path.resolve(__dirname, '..', '..');
-let db: TestDatabase;
-let relayUrl: string;
-let temporal: { client: Client; close(): Promise<void> };
-
-beforeAll(async () => {
-  db = await createTestDatabase('observability');
-  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
-  temporal = await connectClient();
-});
-afterAll(async () => {
-  await temporal?.close();
-  await db?.close();
-});
-beforeEach(() => resetData(db));
+const stack = useIntegration('observability', { client: true });
 
 interface Proc {
   child: ChildProcess;
@@ -109,17 +87,17 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   const today = new Date().toISOString().slice(0, 10);
   const canary = `CANARY${crypto.randomBytes(4).toString('hex')}`;
   const failing = crypto.randomUUID();
-  const docs = await insertDocuments(db.admin, today, [
+  const docs = await insertDocuments(stack.db.admin, today, [
     { daysLeft: 30, numberMask: `**** ${canary}1` },
     { daysLeft: 7, numberMask: `**** ${canary}2` },
     { daysLeft: 7, numberMask: `**** ${canary}3` },
     { daysLeft: -2, numberMask: `**** ${canary}4` },
     { ownerUserId: failing, daysLeft: 1, numberMask: `**** ${canary}5` },
   ]);
-  await db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [
+  await stack.db.admin.query(`update profile.person_documents set payload_cipher = convert_to($1, 'UTF8')`, [
     `${canary}-cipher`,
   ]);
-  const undoReject = await rejectOwner(db.admin, failing);
+  const undoReject = await rejectOwner(stack.db.admin, failing);
 
   const taskQueue = `obs-${crypto.randomUUID()}`;
   const relayPort = await freePort();
@@ -129,7 +107,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   const relay = await startProcess(
     'relay',
     {
-      DATABASE_URL: relayUrl,
+      DATABASE_URL: stack.db.relayUrl,
       KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
       METRICS_PORT: String(relayPort),
       RELAY_POLL_INTERVAL: '200ms',
@@ -139,19 +117,24 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   );
   const worker = await startProcess(
     'worker',
-    { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: String(workerPort), LOG_LEVEL: 'info' },
+    {
+      DATABASE_URL: stack.db.workerUrl,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      METRICS_PORT: String(workerPort),
+      LOG_LEVEL: 'info',
+    },
     'worker started',
   );
   let workerMetrics: string;
   let relayMetrics: string;
   let handle;
   try {
-    handle = await startCycle(temporal.client, taskQueue, {});
+    handle = await stack.startCycle({}, { taskQueue });
     const result = (await handle.result()) as { remindersSent: number; failedOwners: number };
     expect(result).toEqual(expect.objectContaining({ remindersSent: 4, failedOwners: 1 }));
     await waitFor(
       async () =>
-        (await db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0,
+        (await stack.db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0,
     );
     workerMetrics = await scrape(workerPort);
     relayMetrics = await scrape(relayPort);
@@ -162,14 +145,14 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   }
 
   // Metrics agree with what the database says happened.
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   const sent = rows.flatMap((r) => r.payload.documents);
   for (const t of [30, 7, 1, 0]) {
     expect(sample(workerMetrics, `profile_document_expiry_reminders_total{threshold_days="${t}"}`)).toBe(
       sent.filter((d) => d.thresholdDays === t).length,
     );
   }
-  const carried = (await markers(db.admin)).filter((m) =>
+  const carried = (await markers(stack.db.admin)).filter((m) =>
     sent.some((d) => d.documentId === m.document_id && d.thresholdDays === m.threshold_days),
   );
   expect(sent).toHaveLength(carried.length);
@@ -233,24 +216,24 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
     spanProcessor: new SimpleSpanProcessor(exporter),
   });
   const owners = [crypto.randomUUID(), crypto.randomUUID()];
-  await insertDocuments(db.admin, '2026-09-02', [
+  await insertDocuments(stack.db.admin, '2026-09-02', [
     { ownerUserId: owners[0], daysLeft: 7 },
     { ownerUserId: owners[1], daysLeft: 0 },
   ]);
-  const w = await startTestWorker(db, { tracing });
-  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-09-02', batchSize: 10 });
+  const w = await stack.startWorker({ tracing });
+  const handle = await stack.startCycle({ asOf: '2026-09-02', batchSize: 10 }, { taskQueue: w.taskQueue });
   await handle.result();
   await w.stop();
 
-  const relayPool: pg.Pool = createPool({ connectionString: relayUrl, max: 2 });
+  const relayPool: pg.Pool = createPool({ connectionString: stack.db.relayUrl, max: 2 });
   const config = loadConfig({
     KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
-    DATABASE_URL: relayUrl,
+    DATABASE_URL: stack.db.relayUrl,
     RELAY_POLL_INTERVAL: '200ms',
   });
   const relay = new OutboxRelay({
     pool: relayPool,
-    listenUrl: relayUrl,
+    listenUrl: stack.db.relayUrl,
     kafka: createKafka(config),
     config,
     logger: new CapturedLogs().logger,

@@ -4,110 +4,46 @@
  * cycle status. Each test works on a schedule of its own.
  */
 import crypto from 'node:crypto';
-import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { buildProgram } from '../../src/client';
+import type { WorkflowExecutionInfo } from '@temporalio/client';
+import { clientError, runClient } from '../support/cli';
+import { eventually, sleep } from '../support/wait';
 import type { Config } from '../../src/config';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
 import { withReadOnlySnapshot, type CyclePreview, type CycleStatusRow } from '../../src/operations/cycles';
 import type { BackfillReport, ScheduleReport } from '../../src/operations/schedule';
 import { documentsFingerprint, insertDocuments, markers, outbox } from '../support/data';
-import {
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startTestWorker,
-  testConfig,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
+import { testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
-let w: TestWorker;
 const taskQueue = `operations-test-${crypto.randomUUID()}`;
-const schedules: string[] = [];
-let config: Config;
 /** The configuration the CLI and the worker use, as the worker would load it; tests may replace `config`. */
 let baseConfig: Config;
+let config: Config;
+const stack = useIntegration('operations', {
+  worker: 'file',
+  taskQueue,
+  config: (db) => (baseConfig = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, DATABASE_URL: db.workerUrl })),
+});
 
 /** A schedule id of this test run; deleted after the file. */
 function newScheduleId(): string {
   const id = `operations-test-${crypto.randomBytes(4).toString('hex')}`;
-  schedules.push(id);
+  stack.trackSchedule(id);
   return id;
 }
 
 /** Runs `npm run client -- …args` in-process and returns what it printed, parsed. */
 async function cli<T = Record<string, unknown>>(...args: string[]): Promise<T> {
-  const out: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    out.push(String(chunk));
-    return true;
-  });
-  try {
-    await buildProgram(() => config).parseAsync(['node', 'client', ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return JSON.parse(out.join('')) as T;
+  return (await runClient<T>(() => config, args)).output;
 }
 
-/** Runs the CLI expecting a failure, with commander's usage output kept off the test log. */
-async function cliError(...args: string[]): Promise<Error> {
-  const spy = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    await cli(...args);
-  } catch (err) {
-    return err as Error;
-  } finally {
-    spy.mockRestore();
-  }
-  throw new Error(`expected "${args.join(' ')}" to fail`);
-}
+/** Runs the CLI expecting a failure. */
+const cliError = (...args: string[]) => clientError(() => config, args);
 
-/** Polls `fn` until it returns something other than undefined. */
-async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase('operations');
-  baseConfig = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, DATABASE_URL: db.workerUrl });
-  temporal = await connectClient();
-  w = await startTestWorker(db, { taskQueue, config: baseConfig });
-});
-afterAll(async () => {
-  for (const id of schedules)
-    await temporal?.client.schedule
-      .getHandle(id)
-      .delete()
-      .catch(() => {});
-  if (temporal) {
-    // Nothing should still run here; a failed test may have left a cycle behind.
-    for await (const wf of temporal.client.workflow.list({
-      query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
-    })) {
-      await temporal.client.workflow
-        .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
-        .terminate('operations test cleanup')
-        .catch(() => {});
-    }
-  }
-  await w?.stop();
-  await temporal?.close();
-  await db?.close();
-});
-beforeEach(async () => {
+beforeEach(() => {
   config = baseConfig;
-  await resetData(db);
 });
 
 test('schedule describe shows spec, policies, pause state, next action times and recent runs with their workflow ids', async () => {
@@ -144,7 +80,7 @@ test('schedule describe shows spec, policies, pause state, next action times and
   expect(run.workflowId).toMatch(/^document-expiry-reminder-cycle-\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   expect(described.info.actionsTaken).toBe(1);
 
-  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(run.workflowId, run.runId).result();
+  const result = await stack.client.workflow.getHandle<CycleWorkflow>(run.workflowId, run.runId).result();
   expect(result.status).toBe('completed');
   const after = await eventually(async () => {
     const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
@@ -158,7 +94,7 @@ test('schedule apply on an existing schedule keeps pause state, note, remaining 
   expect(await cli('schedule', 'apply', '--schedule-id', scheduleId)).toEqual(
     expect.objectContaining({ outcome: 'created' }),
   );
-  const handle = temporal.client.schedule.getHandle(scheduleId);
+  const handle = stack.client.schedule.getHandle(scheduleId);
   // What an operator may change by hand: limits, jitter, and (by mistake) the interval and policies.
   await handle.update((s) => ({
     ...s,
@@ -229,7 +165,7 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   const today = utcDate(new Date());
   const days = [addDays(today, -40), addDays(today, -39), addDays(today, -38)];
   // Due at 7 days on the first day only; on the later days its current threshold (7) is already marked.
-  const [doc] = await insertDocuments(db.admin, days[0], [{ daysLeft: 7 }]);
+  const [doc] = await insertDocuments(stack.db.admin, days[0], [{ daysLeft: 7 }]);
 
   const report = await cli<BackfillReport>(
     'schedule',
@@ -256,7 +192,7 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   const runs = await eventually(
     async () => {
       const found: WorkflowExecutionInfo[] = [];
-      for await (const wf of temporal.client.workflow.list({
+      for await (const wf of stack.client.workflow.list({
         query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
       })) {
         found.push(wf);
@@ -267,7 +203,7 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
     60_000,
   );
   const results = await Promise.all(
-    runs.map(async (wf) => await temporal.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result()),
+    runs.map(async (wf) => await stack.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result()),
   );
   expect(runs.map((wf) => wf.workflowId)).toEqual(days.map((d) => `document-expiry-reminder-cycle-${d}T03:00:00Z`));
   expect(results.map((r) => [r.asOf, r.status, r.remindersSent])).toEqual([
@@ -279,7 +215,7 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   for (let i = 1; i < runs.length; i++) {
     expect(runs[i].startTime.getTime()).toBeGreaterThanOrEqual(runs[i - 1].closeTime!.getTime());
   }
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   expect(rows).toHaveLength(1);
   const [row] = rows;
   expect(row.correlation_id).toBe(`document-expiry-reminder-cycle-${days[0]}T03:00:00Z`);
@@ -293,7 +229,11 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
 
 test('schedule backfill takes an action time at 00:00 of --from and none at 00:00 after --to (offset 0)', async () => {
   const scheduleId = newScheduleId();
-  config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, DATABASE_URL: db.workerUrl, REMINDER_POLLING_OFFSET: '0s' });
+  config = testConfig({
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    DATABASE_URL: stack.db.workerUrl,
+    REMINDER_POLLING_OFFSET: '0s',
+  });
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
   const day = addDays(utcDate(new Date()), -60);
 
@@ -311,7 +251,7 @@ test('schedule backfill takes an action time at 00:00 of --from and none at 00:0
   expect(report.actionTimes).toEqual([`${day}T00:00:00.000Z`]);
   const ids = await eventually(async () => {
     const found: string[] = [];
-    for await (const wf of temporal.client.workflow.list({
+    for await (const wf of stack.client.workflow.list({
       query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
     })) {
       found.push(wf.workflowId);
@@ -319,7 +259,7 @@ test('schedule backfill takes an action time at 00:00 of --from and none at 00:0
     return found.length > 0 ? found : undefined;
   }, 'the backfilled cycle');
   // Give a second action a moment to show up, were Temporal to take one.
-  await new Promise((r) => setTimeout(r, 1_000));
+  await sleep(1_000);
   const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(d.info.actionsTaken).toBe(1);
   expect(ids).toEqual([`document-expiry-reminder-cycle-${day}T00:00:00Z`]);
@@ -385,7 +325,7 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
   const asOf = '2025-05-10';
   const owner = () => crypto.randomUUID();
   const [a, b, c, e] = [owner(), owner(), owner(), owner()];
-  const docs = await insertDocuments(db.admin, asOf, [
+  const docs = await insertDocuments(stack.db.admin, asOf, [
     // Owner a: two due documents, far apart in the scan, so they land on different pages (batch size 2).
     { ownerUserId: a, daysLeft: 0, type: 'InternalPassport' },
     { ownerUserId: a, daysLeft: 30, type: 'ForeignPassport' },
@@ -405,21 +345,21 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
     { doc: docs[9], threshold: 30 },
   ];
   for (const m of marked) {
-    await db.admin.query(
+    await stack.db.admin.query(
       `insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
        values (gen_random_uuid(), $1, $2, $3, $4, $5, now())`,
       [m.doc.id, m.doc.ownerUserId, m.doc.type, m.threshold, m.doc.expiresAt],
     );
   }
-  config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, DATABASE_URL: db.workerUrl, REMINDER_BATCH_SIZE: '2' });
-  const fingerprint = await documentsFingerprint(db.admin);
-  const markersBefore = await markers(db.admin);
+  config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, DATABASE_URL: stack.db.workerUrl, REMINDER_BATCH_SIZE: '2' });
+  const fingerprint = await documentsFingerprint(stack.db.admin);
+  const markersBefore = await markers(stack.db.admin);
 
   const preview = await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf);
 
-  expect(await markers(db.admin)).toEqual(markersBefore);
-  expect(await outbox(db.admin)).toEqual([]);
-  expect(await documentsFingerprint(db.admin)).toBe(fingerprint);
+  expect(await markers(stack.db.admin)).toEqual(markersBefore);
+  expect(await outbox(stack.db.admin)).toEqual([]);
+  expect(await documentsFingerprint(stack.db.admin)).toBe(fingerprint);
   expect(JSON.stringify(preview)).not.toMatch(/numberMask|\*\*\*\*/);
   expect(preview).toEqual(
     expect.objectContaining({
@@ -452,7 +392,7 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
   expect(run.result.remindersSent).toBe(preview.documentCount);
   const byOwner = (x: { ownerUserId: string }, y: { ownerUserId: string }) =>
     x.ownerUserId.localeCompare(y.ownerUserId);
-  expect((await outbox(db.admin)).map(sentOwner).sort(byOwner)).toEqual([...preview.owners].sort(byOwner));
+  expect((await outbox(stack.db.admin)).map(sentOwner).sort(byOwner)).toEqual([...preview.owners].sort(byOwner));
   // Nothing is left to preview once the cycle sent it.
   expect(await cli<CyclePreview>('cycle', 'preview', '--as-of', asOf)).toEqual(
     expect.objectContaining({ owners: [], documentCount: 0 }),
@@ -461,7 +401,7 @@ test('cycle preview on seeded data lists exactly what the next cycle run then se
 
 test('cycle preview takes --thresholds and --retention-days, and needs the worker connection', async () => {
   const asOf = '2025-06-01';
-  const [soon, old] = await insertDocuments(db.admin, asOf, [{ daysLeft: 3 }, { daysLeft: -20 }]);
+  const [soon, old] = await insertDocuments(stack.db.admin, asOf, [{ daysLeft: 3 }, { daysLeft: -20 }]);
 
   const preview = await cli<CyclePreview>(
     'cycle',
@@ -490,14 +430,14 @@ test('cycle preview takes --thresholds and --retention-days, and needs the worke
 
 test('the preview transaction is read only: PostgreSQL refuses a write in it', async () => {
   await expect(
-    withReadOnlySnapshot(db.worker, (tx) =>
+    withReadOnlySnapshot(stack.db.worker, (tx) =>
       tx.query(`delete from profile.document_expiry_reminders where threshold_days = -1`),
     ),
   ).rejects.toThrow(/read-only transaction/);
 });
 
 test('cycle status lists recent cycles with AsOf, outcome, reminders sent and the counts of their result', async () => {
-  await insertDocuments(db.admin, '2025-07-01', [{ daysLeft: 1 }, { daysLeft: 30 }]);
+  await insertDocuments(stack.db.admin, '2025-07-01', [{ daysLeft: 1 }, { daysLeft: 30 }]);
   const { workflowId } = await cli<{ workflowId: string }>('cycle', 'run', '--as-of', '2025-07-01', '--wait');
 
   const row = await eventually(async () => {

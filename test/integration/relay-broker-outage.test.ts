@@ -3,49 +3,29 @@
  * backs off, and publishes everything once the broker is back. This file runs a broker of its own so
  * stopping it disturbs no other test.
  */
-import type { Client } from '@temporalio/client';
-import pg from 'pg';
 import { loadConfig } from '../../src/config';
-import { createPool } from '../../src/db/pool';
 import { createKafka } from '../../src/relay/kafka';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
-import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
 import { startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
-import { databaseUrl } from '../../scripts/stack/postgres';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil } from '../../scripts/stack/consume';
-import {
-  CapturedLogs,
-  connectClient,
-  createTestDatabase,
-  startCycle,
-  startTestWorker,
-  type TestDatabase,
-} from '../support/stack';
+import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
+import { useIntegration } from '../support/harness';
 
-let db: TestDatabase;
+const stack = useIntegration('relay-outage', { client: true, relayPoolSize: 4, resetEachTest: false });
+/** A broker of this file's own, so the test can stop and restart it. */
 let broker: KafkaBroker;
-let relayPool: pg.Pool;
-let relayUrl: string;
-let temporal: { client: Client; close(): Promise<void> };
 
 beforeAll(async () => {
   broker = await startKafka({});
-  db = await createTestDatabase('relay-outage');
-  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
-  relayPool = createPool({ connectionString: relayUrl, max: 4 });
-  temporal = await connectClient();
 });
 afterAll(async () => {
-  await temporal?.close();
-  await relayPool?.end();
-  await db?.close();
   await broker?.destroy();
 });
 
 async function unpublished(): Promise<{ n: number; attempts: number; errors: number }> {
-  const { rows } = await db.admin.query(
+  const { rows } = await stack.db.admin.query(
     `select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts, count(last_error)::int as errors
        from profile.outbox_messages where published_at is null`,
   );
@@ -55,15 +35,15 @@ async function unpublished(): Promise<{ n: number; attempts: number; errors: num
 test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
   const config = loadConfig({
     KAFKA_BROKERS: broker.brokers,
-    DATABASE_URL: relayUrl,
+    DATABASE_URL: stack.db.relayUrl,
     RELAY_POLL_INTERVAL: '200ms',
     RELAY_SEND_TIMEOUT: '3s',
     RELAY_MAX_BACKOFF: '2s',
   });
   const logs = new CapturedLogs();
   const relay = new OutboxRelay({
-    pool: relayPool,
-    listenUrl: relayUrl,
+    pool: stack.relayPool,
+    listenUrl: stack.db.relayUrl,
     kafka: createKafka(config),
     config,
     logger: logs.logger,
@@ -73,12 +53,12 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
   await relay.start();
   try {
     await insertDocuments(
-      db.admin,
+      stack.db.admin,
       '2026-09-02',
       Array.from({ length: 60 }, (_, i) => ({ daysLeft: i % 10 })),
     );
-    const w = await startTestWorker(db);
-    const cycle = await startCycle(temporal.client, w.taskQueue, { asOf: '2026-09-02' });
+    const w = await stack.startWorker();
+    const cycle = await stack.startCycle({ asOf: '2026-09-02' }, { taskQueue: w.taskQueue });
     await cycle.result();
     await w.stop();
 
@@ -95,7 +75,7 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
     await relay.stop();
   }
 
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   const ids = new Set(rows.map((r) => r.id));
   const received = await consumeUntil(
     broker.brokers,

@@ -7,28 +7,16 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import type { Client } from '@temporalio/client';
-import pg from 'pg';
 import { loadConfig } from '../../src/config';
-import { createPool } from '../../src/db/pool';
 import { createKafka } from '../../src/relay/kafka';
 import { CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
-import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
-import { databaseUrl } from '../../scripts/stack/postgres';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
-import {
-  CapturedLogs,
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startCycle,
-  startTestWorker,
-  type TestDatabase,
-} from '../support/stack';
+import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
+import { useIntegration } from '../support/harness';
 
 const AS_OF_DATE = '2026-09-02';
 const brokers = () => {
@@ -37,23 +25,25 @@ const brokers = () => {
   return value;
 };
 
-let db: TestDatabase;
-let relayUrl: string;
-let relayPool: pg.Pool;
-let temporal: { client: Client; close(): Promise<void> };
+const stack = useIntegration('relay', { client: true, relayPoolSize: 6 });
 
 const validate = addFormats(new Ajv2020({ allErrors: true, strict: true })).compile(schema);
 
 function relayConfig(overrides: Record<string, string> = {}) {
-  return loadConfig({ KAFKA_BROKERS: brokers(), DATABASE_URL: relayUrl, RELAY_POLL_INTERVAL: '200ms', ...overrides });
+  return loadConfig({
+    KAFKA_BROKERS: brokers(),
+    DATABASE_URL: stack.db.relayUrl,
+    RELAY_POLL_INTERVAL: '200ms',
+    ...overrides,
+  });
 }
 
 function newRelay(overrides: Record<string, string> = {}) {
   const logs = new CapturedLogs();
   const config = relayConfig(overrides);
   return new OutboxRelay({
-    pool: relayPool,
-    listenUrl: relayUrl,
+    pool: stack.relayPool,
+    listenUrl: stack.db.relayUrl,
     kafka: createKafka(config),
     config,
     logger: logs.logger,
@@ -61,38 +51,25 @@ function newRelay(overrides: Record<string, string> = {}) {
 }
 
 async function unpublished(): Promise<number> {
-  const { rows } = await db.admin.query<{ n: number }>(
+  const { rows } = await stack.db.admin.query<{ n: number }>(
     'select count(*)::int as n from profile.outbox_messages where published_at is null',
   );
   return rows[0].n;
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase('relay');
-  relayUrl = databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay });
-  relayPool = createPool({ connectionString: relayUrl, max: 6 });
-  temporal = await connectClient();
-});
-afterAll(async () => {
-  await temporal?.close();
-  await relayPool?.end();
-  await db?.close();
-});
-beforeEach(() => resetData(db));
-
 test("a cycle's events arrive on the topic with the right key, headers and a schema-valid value, one per owner", async () => {
   const owners = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
-  await insertDocuments(db.admin, AS_OF_DATE, [
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [
     { ownerUserId: owners[0], daysLeft: 7 },
     { ownerUserId: owners[0], daysLeft: 30 },
     { ownerUserId: owners[1], daysLeft: 0 },
     { ownerUserId: owners[2], daysLeft: -5 },
   ]);
-  const w = await startTestWorker(db);
-  const handle = await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE });
+  const w = await stack.startWorker();
+  const handle = await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue: w.taskQueue });
   await handle.result();
   await w.stop();
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   expect(rows).toHaveLength(3);
 
   const relay = newRelay();
@@ -123,21 +100,27 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
     expect(validate.errors ?? []).toEqual([]);
     expect(value).toEqual(row.payload);
   }
-  const { rows: marks } = await db.admin.query(
+  const { rows: marks } = await stack.db.admin.query(
     'select attempts, published_at, last_error from profile.outbox_messages',
   );
   for (const mark of marks) expect(mark).toEqual({ attempts: 1, published_at: expect.any(Date), last_error: null });
 });
 
 test('the relay killed between produce and mark publishes the event again, with the same messageId', async () => {
-  await insertDocuments(db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
-  const w = await startTestWorker(db);
-  await (await startCycle(temporal.client, w.taskQueue, { asOf: AS_OF_DATE })).result();
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }]);
+  const w = await stack.startWorker();
+  await (await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue: w.taskQueue })).result();
   await w.stop();
-  const [row] = await outbox(db.admin);
+  const [row] = await outbox(stack.db.admin);
 
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
-    env: { ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: brokers(), CRASH_AFTER_SEND: '1', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.db.relayUrl,
+      KAFKA_BROKERS: brokers(),
+      CRASH_AFTER_SEND: '1',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -169,7 +152,7 @@ test('two relays at once over a few thousand rows publish every row, in order pe
   const keys = Array.from({ length: 200 }, () => crypto.randomUUID());
   const batch = crypto.randomUUID();
   // 3,000 rows: 15 per key, each carrying its sequence number within the key.
-  await db.admin.query(
+  await stack.db.admin.query(
     `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, created_at)
      select gen_random_uuid(), 'Profile', k.key::uuid, $2, k.key, 'RelayTest', 1,
             jsonb_build_object('seq', s.seq, 'key', k.key), $3, now() + make_interval(secs => s.seq * 0.001 + k.n * 0.000001)
@@ -198,7 +181,7 @@ test('two relays at once over a few thousand rows publish every row, in order pe
 });
 
 test('the relay deletes published rows past the retention and keeps the rest', async () => {
-  await db.admin.query(
+  await stack.db.admin.query(
     `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, published_at)
      select gen_random_uuid(), 'Profile', gen_random_uuid(), $1, 'k' || n, 'RelayTest', 1, '{}'::jsonb, 'cleanup', p
        from (values (1, now() - interval '8 days'), (2, now() - interval '6 days'), (3, null::timestamptz)) as v(n, p)`,
@@ -209,19 +192,19 @@ test('the relay deletes published rows past the retention and keeps the rest', a
   try {
     await waitFor(
       async () =>
-        (await db.admin.query(`select 1 from profile.outbox_messages where message_key = 'k1'`)).rowCount === 0,
+        (await stack.db.admin.query(`select 1 from profile.outbox_messages where message_key = 'k1'`)).rowCount === 0,
     );
     await waitFor(async () => (await unpublished()) === 0);
   } finally {
     await relay.stop();
   }
-  const { rows } = await db.admin.query(`select message_key from profile.outbox_messages order by message_key`);
+  const { rows } = await stack.db.admin.query(`select message_key from profile.outbox_messages order by message_key`);
   expect(rows.map((r) => r.message_key)).toEqual(['k2', 'k3']);
 });
 
 test('a relay process stops cleanly on SIGTERM', async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
-    env: { ...process.env, DATABASE_URL: relayUrl, KAFKA_BROKERS: brokers(), LOG_LEVEL: 'warn' },
+    env: { ...process.env, DATABASE_URL: stack.db.relayUrl, KAFKA_BROKERS: brokers(), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve) =>

@@ -11,23 +11,18 @@ import { createActivities, type RemindOwnersInput, type RemindOwnersResult } fro
 import { claimOwners } from '../../src/db/reminders';
 import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
-import { createTestDatabase, resetData, testConfig, type TestDatabase } from '../support/stack';
+import { testConfig } from '../support/stack';
+import { useIntegration } from '../support/harness';
+import { sleep } from '../support/wait';
 
 const AS_OF_DATE = '2026-09-02';
 const LAST_ATTEMPT = 5;
 
-let db: TestDatabase;
+const stack = useIntegration('remind-owners');
 let activities: ReturnType<typeof createActivities>;
 
-beforeAll(async () => {
-  db = await createTestDatabase('remind-owners');
-  activities = createActivities({ pool: db.worker, logger: pino({ level: 'silent' }), config: testConfig() });
-});
-afterAll(async () => {
-  await db?.close();
-});
-beforeEach(async () => {
-  await resetData(db);
+beforeAll(() => {
+  activities = createActivities({ pool: stack.db.worker, logger: pino({ level: 'silent' }), config: testConfig() });
 });
 
 function input(ownerUserIds: string[]): RemindOwnersInput {
@@ -49,7 +44,7 @@ function remindOwners(ownerUserIds: string[], attempt = 1): Promise<RemindOwners
 async function seedOwners(n: number): Promise<string[]> {
   const owners = Array.from({ length: n }, () => crypto.randomUUID());
   await insertDocuments(
-    db.admin,
+    stack.db.admin,
     AS_OF_DATE,
     owners.flatMap((ownerUserId) => [
       { ownerUserId, daysLeft: 7 },
@@ -74,7 +69,7 @@ test('a group of owners is claimed in one transaction: one event per owner listi
     skippedAlreadyMarked: 0,
     failed: [],
   });
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   expect(rows.map((r) => r.aggregate_id).sort()).toEqual([...owners].sort());
   for (const row of rows) {
     expect(row.payload.documents.map((d) => [d.daysLeft, d.thresholdDays])).toEqual([
@@ -82,7 +77,7 @@ test('a group of owners is claimed in one transaction: one event per owner listi
       [25, 30],
     ]);
   }
-  const xacts = await db.admin.query<{ n: number }>(
+  const xacts = await stack.db.admin.query<{ n: number }>(
     `select count(distinct xmin::text)::int as n from profile.outbox_messages`,
   );
   expect(xacts.rows[0].n).toBe(1);
@@ -90,12 +85,12 @@ test('a group of owners is claimed in one transaction: one event per owner listi
   expect(await remindOwners(owners)).toEqual(
     expect.objectContaining({ ownersProcessed: 4, remindersSent: 0, ownersNotified: 0 }),
   );
-  expect(await outbox(db.admin)).toHaveLength(4);
+  expect(await outbox(stack.db.admin)).toHaveLength(4);
 });
 
 test('an owner another transaction holds is reported busy by id and left alone (not counted processed); the rest of the group is claimed', async () => {
   const [held, ...others] = await seedOwners(3);
-  const client = await db.worker.connect();
+  const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
     const [claim] = await claimOwners(client, { ...input([held]), ownerUserIds: [held] });
@@ -110,30 +105,30 @@ test('an owner another transaction holds is reported busy by id and left alone (
   } finally {
     client.release();
   }
-  expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
+  expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
 });
 
 test('the same owner twice in one group is claimed once', async () => {
   const [owner] = await seedOwners(1);
 
-  const claims = await withTransaction(db.worker, (tx) =>
+  const claims = await withTransaction(stack.db.worker, (tx) =>
     claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
   );
 
   expect(claims).toHaveLength(1);
-  expect(await outbox(db.admin)).toHaveLength(1);
+  expect(await outbox(stack.db.admin)).toHaveLength(1);
 });
 
 test('a transient error before the last attempt fails the attempt and commits nothing, so the retry redoes the same group', async () => {
   const [bad, ...others] = await seedOwners(3);
-  const undo = await rejectOwner(db.admin, bad, '40001');
+  const undo = await rejectOwner(stack.db.admin, bad, '40001');
   try {
     const err = await remindOwners([...others, bad], LAST_ATTEMPT - 1).catch((e: unknown) => e);
 
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err).toEqual(expect.objectContaining({ nonRetryable: false, type: 'PostgresError:40001' }));
-    expect(await outbox(db.admin)).toEqual([]);
-    expect(await markers(db.admin)).toEqual([]);
+    expect(await outbox(stack.db.admin)).toEqual([]);
+    expect(await markers(stack.db.admin)).toEqual([]);
   } finally {
     await undo();
   }
@@ -141,7 +136,7 @@ test('a transient error before the last attempt fails the attempt and commits no
 
 test('on the last attempt the owners are isolated: the failing one is reported, the others are committed', async () => {
   const [bad, ...others] = await seedOwners(3);
-  const undo = await rejectOwner(db.admin, bad, '40001');
+  const undo = await rejectOwner(stack.db.admin, bad, '40001');
   try {
     const result = await remindOwners([others[0], bad, others[1]], LAST_ATTEMPT);
 
@@ -153,8 +148,8 @@ test('on the last attempt the owners are isolated: the failing one is reported, 
         failed: [{ ownerUserId: bad, error: 'PostgresError:40001: rejected for the test' }],
       }),
     );
-    expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
-    expect((await markers(db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
+    expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
+    expect((await markers(stack.db.admin)).map((m) => m.owner_user_id)).not.toContain(bad);
   } finally {
     await undo();
   }
@@ -162,7 +157,7 @@ test('on the last attempt the owners are isolated: the failing one is reported, 
 
 test('a permanent error isolates the owners at once, on the first attempt', async () => {
   const [bad, ...others] = await seedOwners(3);
-  const undo = await rejectOwner(db.admin, bad);
+  const undo = await rejectOwner(stack.db.admin, bad);
   try {
     const result = await remindOwners([bad, ...others], 1);
 
@@ -173,7 +168,7 @@ test('a permanent error isolates the owners at once, on the first attempt', asyn
         failed: [{ ownerUserId: bad, error: 'PostgresError:22023: rejected for the test' }],
       }),
     );
-    expect(await outbox(db.admin)).toHaveLength(2);
+    expect(await outbox(stack.db.admin)).toHaveLength(2);
   } finally {
     await undo();
   }
@@ -205,17 +200,19 @@ test('on the last attempt with the database unreachable, the group reports every
 test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do not lock each other out', async () => {
   // Two UUIDv7 ids of the same millisecond and the same rand_a: only the last 64 bits differ.
   const [a, b] = ['0190f3a2-7c1e-7abc-8000-00000000000a', '0190f3a2-7c1e-7abc-9fff-ffffffff000b'];
-  await insertDocuments(db.admin, AS_OF_DATE, [
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [
     { ownerUserId: a, daysLeft: 7 },
     { ownerUserId: b, daysLeft: 7 },
   ]);
-  const client = await db.worker.connect();
+  const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
     const [first] = await claimOwners(client, { ...input([a]), ownerUserIds: [a] });
     expect(first.busy).toBe(false);
 
-    const [second] = await withTransaction(db.worker, (tx) => claimOwners(tx, { ...input([b]), ownerUserIds: [b] }));
+    const [second] = await withTransaction(stack.db.worker, (tx) =>
+      claimOwners(tx, { ...input([b]), ownerUserIds: [b] }),
+    );
 
     expect(second).toEqual(expect.objectContaining({ ownerUserId: b, busy: false, due: 1 }));
     expect(second.won).toHaveLength(1);
@@ -223,7 +220,7 @@ test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do 
   } finally {
     client.release();
   }
-  expect((await outbox(db.admin)).map((r) => r.aggregate_id).sort()).toEqual([a, b]);
+  expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual([a, b]);
 });
 
 test("the worker's sessions carry its statement, idle-in-transaction and keepalive limits", async () => {
@@ -233,7 +230,7 @@ test("the worker's sessions carry its statement, idle-in-transaction and keepali
     idleInTransactionTimeoutMs: 30_000,
     tcpKeepaliveIdleMs: 30_000,
   });
-  const pool = createPool({ connectionString: db.workerUrl, max: 1, session: limits });
+  const pool = createPool({ connectionString: stack.db.workerUrl, max: 1, session: limits });
   try {
     const { rows } = await pool.query<Record<string, string>>(
       `select current_setting('statement_timeout') as statement,
@@ -258,7 +255,7 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
   const [owner] = await seedOwners(1);
   const orphan = createPool(
     {
-      connectionString: db.workerUrl,
+      connectionString: stack.db.workerUrl,
       max: 1,
       session: { statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 1_000, tcpKeepaliveIdleMs: 0 },
     },
@@ -270,14 +267,14 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     await client.query('begin');
     await claimOwners(client, { ...input([owner]), ownerUserIds: [owner] });
     // The worker never sends another statement; the backend keeps the transaction and the lock.
-    const [held] = await withTransaction(db.worker, (tx) =>
+    const [held] = await withTransaction(stack.db.worker, (tx) =>
       claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(held.busy).toBe(true);
 
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await sleep(2_500);
 
-    const [freed] = await withTransaction(db.worker, (tx) =>
+    const [freed] = await withTransaction(stack.db.worker, (tx) =>
       claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(freed).toEqual(expect.objectContaining({ busy: false, due: 2 }));
@@ -286,5 +283,5 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
   } finally {
     await orphan.end();
   }
-  expect((await outbox(db.admin)).map((r) => r.aggregate_id)).toEqual([owner]);
+  expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id)).toEqual([owner]);
 });

@@ -1,43 +1,32 @@
 /** Least privilege (docs/DESIGN.md#roles) and migrations, checked against the real server. */
-import pg from 'pg';
 import { runMigrations } from '../../src/db/migrate';
-import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
-import { databaseUrl } from '../../scripts/stack/postgres';
 import { insertDocuments } from '../support/data';
-import { createTestDatabase, type TestDatabase } from '../support/stack';
+import { useIntegration } from '../support/harness';
 
-let db: TestDatabase;
-let relay: pg.Pool;
+const stack = useIntegration('roles', { resetEachTest: false, relayPoolSize: 2 });
 
 beforeAll(async () => {
-  db = await createTestDatabase('roles');
-  relay = new pg.Pool({
-    connectionString: databaseUrl(db.workerUrl, { user: 'outbox_relay', password: LOCAL_ROLE_PASSWORDS.relay }),
-    max: 2,
-  });
-  await insertDocuments(db.admin, '2026-09-02', [{ daysLeft: 7 }]);
-});
-afterAll(async () => {
-  await relay?.end();
-  await db?.close();
+  await insertDocuments(stack.db.admin, '2026-09-02', [{ daysLeft: 7 }]);
 });
 
 const denied = expect.objectContaining({ code: '42501', message: expect.stringContaining('permission denied') });
 
 test('the worker role gets permission denied reading payload_cipher', async () => {
-  await expect(db.worker.query('select payload_cipher from profile.person_documents')).rejects.toEqual(denied);
-  await expect(db.worker.query('select * from profile.person_documents')).rejects.toEqual(denied);
-  const { rows } = await db.worker.query(
+  await expect(stack.db.worker.query('select payload_cipher from profile.person_documents')).rejects.toEqual(denied);
+  await expect(stack.db.worker.query('select * from profile.person_documents')).rejects.toEqual(denied);
+  const { rows } = await stack.db.worker.query(
     'select id, owner_user_id, type, number_mask, expires_at, status, is_deleted from profile.person_documents',
   );
   expect(rows).toHaveLength(1);
 });
 
 test('the worker role gets permission denied writing person_documents', async () => {
-  await expect(db.worker.query(`update profile.person_documents set status = 'Archived'`)).rejects.toEqual(denied);
-  await expect(db.worker.query('delete from profile.person_documents')).rejects.toEqual(denied);
+  await expect(stack.db.worker.query(`update profile.person_documents set status = 'Archived'`)).rejects.toEqual(
+    denied,
+  );
+  await expect(stack.db.worker.query('delete from profile.person_documents')).rejects.toEqual(denied);
   await expect(
-    db.worker.query(
+    stack.db.worker.query(
       `insert into profile.person_documents (id, owner_user_id, person_id, type, number_mask, status, payload_cipher)
        values (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Inn', 'x', 'Active', '\\x00')`,
     ),
@@ -45,20 +34,20 @@ test('the worker role gets permission denied writing person_documents', async ()
 });
 
 test('the worker role may insert into the outbox but not read or change it', async () => {
-  await expect(db.worker.query('select id from profile.outbox_messages')).rejects.toEqual(denied);
-  await expect(db.worker.query('update profile.outbox_messages set attempts = 1')).rejects.toEqual(denied);
+  await expect(stack.db.worker.query('select id from profile.outbox_messages')).rejects.toEqual(denied);
+  await expect(stack.db.worker.query('update profile.outbox_messages set attempts = 1')).rejects.toEqual(denied);
 });
 
 test('the relay role touches only the outbox', async () => {
-  await expect(relay.query('select id from profile.person_documents')).rejects.toEqual(denied);
-  await expect(relay.query('select id from profile.document_expiry_reminders')).rejects.toEqual(denied);
-  await expect(relay.query('select id, published_at from profile.outbox_messages')).resolves.toBeDefined();
-  await expect(relay.query('update profile.outbox_messages set attempts = attempts')).resolves.toBeDefined();
+  await expect(stack.relayPool.query('select id from profile.person_documents')).rejects.toEqual(denied);
+  await expect(stack.relayPool.query('select id from profile.document_expiry_reminders')).rejects.toEqual(denied);
+  await expect(stack.relayPool.query('select id, published_at from profile.outbox_messages')).resolves.toBeDefined();
+  await expect(stack.relayPool.query('update profile.outbox_messages set attempts = attempts')).resolves.toBeDefined();
 });
 
 test('re-running the migrations is a no-op', async () => {
   const snapshot = () =>
-    db.admin.query(`select indexname, indexdef from pg_indexes where schemaname = 'profile' order by indexname`);
+    stack.db.admin.query(`select indexname, indexdef from pg_indexes where schemaname = 'profile' order by indexname`);
   const before = (await snapshot()).rows;
   expect(before.map((r) => r.indexname)).toEqual(
     expect.arrayContaining([
@@ -69,11 +58,6 @@ test('re-running the migrations is a no-op', async () => {
       'ix_outbox_messages_unpublished',
     ]),
   );
-  const ownerUrl = databaseUrl(db.workerUrl, {
-    user: 'postgres',
-    password: new URL(process.env.STACK_DATABASE_ADMIN_URL!).password,
-  });
-
-  expect(await runMigrations({ connectionString: ownerUrl })).toEqual([]);
+  expect(await runMigrations({ connectionString: stack.db.ownerUrl })).toEqual([]);
   expect((await snapshot()).rows).toEqual(before);
 });

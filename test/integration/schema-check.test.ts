@@ -2,19 +2,12 @@
 import { createPool } from '../../src/db/pool';
 import { workerSchemaProblems } from '../../src/db/schema-check';
 import { createMigratedDatabase } from '../../scripts/stack/database';
-import { createTestDatabase, type TestDatabase } from '../support/stack';
+import { useIntegration } from '../support/harness';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase('schema-check');
-});
-afterAll(async () => {
-  await db?.close();
-});
+const stack = useIntegration('schema-check', { resetEachTest: false });
 
 test('a migrated database passes the check', async () => {
-  expect(await workerSchemaProblems(db.worker)).toEqual([]);
+  expect(await workerSchemaProblems(stack.db.worker)).toEqual([]);
 });
 
 test('a database without the schema is refused, naming what is missing', async () => {
@@ -34,15 +27,15 @@ test('a database without the schema is refused, naming what is missing', async (
 });
 
 test('a schema that lost the dedupe index is refused: reminders could repeat', async () => {
-  await db.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
+  await stack.db.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
   try {
-    expect(await workerSchemaProblems(db.worker)).toEqual([
+    expect(await workerSchemaProblems(stack.db.worker)).toEqual([
       expect.stringContaining(
         'the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing',
       ),
     ]);
   } finally {
-    await db.admin.query(
+    await stack.db.admin.query(
       'create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)',
     );
   }

@@ -15,13 +15,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ScheduleOverlapPolicy, type Client, type ScheduleDescription } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type ScheduleDescription } from '@temporalio/client';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { ensureSearchAttributes } from '../../src/operations/schedule';
 import { REMINDER_AS_OF, REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/domain/search-attributes';
-import { connectClient } from '../support/stack';
 import { eventually } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
 
 const run = promisify(execFile);
 
@@ -60,11 +60,7 @@ if (!TCTL) {
   );
 }
 const describeWithTctl = TCTL ? describe : describe.skip;
-
-let temporal: { client: Client; close(): Promise<void> };
-const schedules: string[] = [];
-/** Task queues with no worker; whatever the tests started there is terminated after the file. */
-const queues: string[] = [];
+const stack = useIntegration('tctl', { client: true, database: false });
 
 function temporalAddress(): string {
   const value = process.env.TEMPORAL_ADDRESS;
@@ -114,9 +110,9 @@ async function createSchedule(): Promise<{ scheduleId: string; workflowIdPrefix:
   const scheduleId = `tctl-test-${suffix}`;
   const taskQueue = `tctl-test-idle-${suffix}`;
   const workflowIdPrefix = `tctl-test-cycle-${suffix}`;
-  schedules.push(scheduleId);
-  queues.push(taskQueue);
-  await temporal.client.schedule.create({
+  stack.trackSchedule(scheduleId);
+  stack.trackTaskQueue(taskQueue);
+  await stack.client.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: '24h', offset: '3h' }] },
     action: { type: 'startWorkflow', workflowType: WORKFLOW_TYPE, taskQueue, workflowId: workflowIdPrefix, args: [{}] },
@@ -127,31 +123,12 @@ async function createSchedule(): Promise<{ scheduleId: string; workflowIdPrefix:
 }
 
 const describeSchedule = (scheduleId: string): Promise<ScheduleDescription> =>
-  temporal.client.schedule.getHandle(scheduleId).describe();
+  stack.client.schedule.getHandle(scheduleId).describe();
 
 describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
   beforeAll(async () => {
-    temporal = await connectClient();
     // The stack registers them; a stack adopted from the environment may not have.
-    await ensureSearchAttributes(temporal.client, 'default');
-  });
-  afterAll(async () => {
-    for (const id of schedules)
-      await temporal?.client.schedule
-        .getHandle(id)
-        .delete()
-        .catch(() => {});
-    for (const queue of temporal ? queues : []) {
-      for await (const wf of temporal.client.workflow.list({
-        query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
-      })) {
-        await temporal.client.workflow
-          .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
-          .terminate('tctl test cleanup')
-          .catch(() => {});
-      }
-    }
-    await temporal?.close();
+    await ensureSearchAttributes(stack.client, 'default');
   });
 
   test('tctl --version is the v1.18 line', async () => {
@@ -192,7 +169,7 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
     expect(first.workflow.workflowId).toMatch(
       new RegExp(`^${workflowIdPrefix}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`),
     );
-    const started = await temporal.client.workflow.getHandle<CycleWorkflow>(first.workflow.workflowId).describe();
+    const started = await stack.client.workflow.getHandle<CycleWorkflow>(first.workflow.workflowId).describe();
     expect(started.type).toBe(WORKFLOW_TYPE);
     expect(started.status.name).toBe('RUNNING');
 
@@ -263,10 +240,10 @@ describeWithTctl(`tctl (${TCTL ?? 'not found'}) against the dev server`, () => {
 
   test('workflow list --query filters on the cycle’s custom search attributes', async () => {
     const queue = `tctl-test-idle-${crypto.randomBytes(4).toString('hex')}`;
-    queues.push(queue);
+    stack.trackTaskQueue(queue);
     const workflowId = `tctl-test-attributes-${crypto.randomBytes(4).toString('hex')}`;
     // Started with the attributes a cycle upserts as it ends (no worker: it stays Running, attributes as given).
-    await temporal.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
+    await stack.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
       taskQueue: queue,
       workflowId,
       args: [{}],

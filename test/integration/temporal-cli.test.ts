@@ -7,31 +7,18 @@
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Client } from '@temporalio/client';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/thresholds';
 import { applySchedule } from '../../src/operations/schedule';
 import { insertDocuments, outbox } from '../support/data';
-import {
-  connectClient,
-  createTestDatabase,
-  resetData,
-  startTestWorker,
-  testConfig,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
-import { eventually } from '../support/wait';
+import { testConfig } from '../support/stack';
+import { eventually, sleep } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
 
 const run = promisify(execFile);
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
-const schedules: string[] = [];
-const workers: TestWorker[] = [];
-/** Task queues this file started workflows on; whatever still runs there is terminated after the file. */
-const queues: string[] = [];
+const stack = useIntegration('temporal_cli', { client: true });
 
 function env(name: string): string {
   const value = process.env[name];
@@ -87,56 +74,25 @@ function attribute(wf: ListedWorkflow, name: string): unknown {
 const describeSchedule = (scheduleId: string) =>
   temporalJson<DescribedSchedule>('schedule', 'describe', '--schedule-id', scheduleId);
 const listWorkflows = (query: string) => temporalJson<ListedWorkflow[]>('workflow', 'list', '--query', query);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function newScheduleId(): string {
   const id = `temporal-cli-test-${crypto.randomBytes(4).toString('hex')}`;
-  schedules.push(id);
+  stack.trackSchedule(id);
   return id;
 }
 
-async function newWorker(): Promise<TestWorker> {
-  const w = await startTestWorker(db);
-  workers.push(w);
-  queues.push(w.taskQueue);
-  return w;
-}
+const newWorker = () => stack.startWorker();
 
-beforeAll(async () => {
+beforeAll(() => {
   env('TEMPORAL_CLI_PATH');
-  db = await createTestDatabase('temporal_cli');
-  temporal = await connectClient();
-});
-afterAll(async () => {
-  for (const id of schedules)
-    await temporal?.client.schedule
-      .getHandle(id)
-      .delete()
-      .catch(() => {});
-  for (const queue of temporal ? queues : []) {
-    for await (const wf of temporal.client.workflow.list({
-      query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"`,
-    })) {
-      await temporal.client.workflow
-        .getHandle<CycleWorkflow>(wf.workflowId, wf.runId)
-        .terminate('temporal-cli test cleanup')
-        .catch(() => {});
-    }
-  }
-  for (const w of workers) await w.stop();
-  await temporal?.close();
-  await db?.close();
-});
-beforeEach(async () => {
-  await resetData(db);
 });
 
 test('temporal schedule trigger starts a cycle, and a second trigger while it runs is skipped', async () => {
   const scheduleId = newScheduleId();
   // No worker polls this queue, so the first cycle stays Running for as long as the test needs.
   const idleQueue = `temporal-cli-idle-${crypto.randomUUID()}`;
-  queues.push(idleQueue);
-  await applySchedule(temporal.client, testConfig({ TEMPORAL_TASK_QUEUE: idleQueue }), scheduleId);
+  stack.trackTaskQueue(idleQueue);
+  await applySchedule(stack.client, testConfig({ TEMPORAL_TASK_QUEUE: idleQueue }), scheduleId);
 
   await temporalCli('schedule', 'trigger', '--schedule-id', scheduleId, '--overlap-policy', 'Skip');
   const first = await eventually(
@@ -173,7 +129,7 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
   const scheduleId = newScheduleId();
   // Every 2 s, on a queue with a worker: unpaused, it starts a cycle every other second.
   await applySchedule(
-    temporal.client,
+    stack.client,
     testConfig({
       TEMPORAL_TASK_QUEUE: w.taskQueue,
       REMINDER_POLLING_INTERVAL: '2s',
@@ -215,18 +171,18 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
   const { info } = await describeSchedule(scheduleId);
   await temporalCli('schedule', 'delete', '--schedule-id', scheduleId);
   for (const wf of info.runningWorkflows ?? [])
-    await temporal.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result();
+    await stack.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result();
 });
 
 test('temporal schedule backfill over three days starts three cycles whose AsOf are those days', async () => {
   const w = await newWorker();
   const scheduleId = newScheduleId();
-  await applySchedule(temporal.client, testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue }), scheduleId);
+  await applySchedule(stack.client, testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue }), scheduleId);
   // Days no other test backfills (workflow ids carry the action time).
   const today = utcDate(new Date());
   const days = [addDays(today, -50), addDays(today, -49), addDays(today, -48)];
   // One document reaching its 30-day threshold on each day: each day's cycle reminds exactly that one.
-  const docs = await insertDocuments(db.admin, days[0], [{ daysLeft: 30 }, { daysLeft: 31 }, { daysLeft: 32 }]);
+  const docs = await insertDocuments(stack.db.admin, days[0], [{ daysLeft: 30 }, { daysLeft: 31 }, { daysLeft: 32 }]);
 
   await temporalCli(
     'schedule',
@@ -280,7 +236,7 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
       expect.objectContaining({ status: 'completed', asOf: `${day}T03:00:00.000Z`, remindersSent: 1 }),
     );
   }
-  const rows = await outbox(db.admin);
+  const rows = await outbox(stack.db.admin);
   expect(
     rows.map((r) => [
       r.correlation_id,
@@ -298,7 +254,7 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
 
 test('temporal workflow list with a query on ReminderOutcome, RemindersSent and ReminderAsOf finds the cycle', async () => {
   const w = await newWorker();
-  await insertDocuments(db.admin, '2025-08-01', [{ daysLeft: 1 }]);
+  await insertDocuments(stack.db.admin, '2025-08-01', [{ daysLeft: 1 }]);
   const prefix = `temporal-cli-list-${crypto.randomBytes(3).toString('hex')}`;
   // Started with the CLI too, as the runbook starts a cycle with explicit input.
   for (const n of [1, 2]) {
@@ -314,7 +270,7 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
       '--input',
       '{"asOf": "2025-08-01"}',
     );
-    await temporal.client.workflow.getHandle<CycleWorkflow>(`${prefix}-${n}`).result();
+    await stack.client.workflow.getHandle<CycleWorkflow>(`${prefix}-${n}`).result();
   }
   const scope = `TaskQueue = "${w.taskQueue}"`;
 

@@ -22,15 +22,10 @@ import { scheduledCycleMetadata } from '../../src/temporal/ui-metadata';
 import type { documentExpiryReminderCycle } from '../../src/workflows';
 import { chromiumPath, launchBrowser, screenshotWholePage, type HeadlessBrowser } from '../support/browser';
 import { insertDocuments } from '../support/data';
-import {
-  connectClient,
-  createTestDatabase,
-  startTestWorker,
-  testConfig,
-  type TestDatabase,
-  type TestWorker,
-} from '../support/stack';
+import { sleep } from '../support/wait';
+import { testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';
+import { useIntegration } from '../support/harness';
 
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
 const SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle.png');
@@ -44,26 +39,10 @@ const taskQueue = `web-ui-test-${suffix}`;
 const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
 const metadata = scheduledCycleMetadata(config);
 
-let db: TestDatabase;
-let temporal: { client: Client; close(): Promise<void> };
-let w: TestWorker;
+const stack = useIntegration('web_ui', { worker: 'file', taskQueue, config: () => config, resetEachTest: false });
+stack.trackSchedule(scheduleId);
 let browser: HeadlessBrowser | undefined;
-
-beforeAll(async () => {
-  db = await createTestDatabase('web_ui');
-  temporal = await connectClient();
-  w = await startTestWorker(db, { taskQueue, config });
-});
-afterAll(async () => {
-  await browser?.close();
-  await temporal?.client.schedule
-    .getHandle(scheduleId)
-    .delete()
-    .catch(() => {});
-  await w?.stop();
-  await temporal?.close();
-  await db?.close();
-});
+stack.onTeardown(async () => browser?.close());
 
 function uiUrl(): string {
   const url = process.env.TEMPORAL_UI_URL;
@@ -102,7 +81,7 @@ async function triggerScheduledCycle(client: Client): Promise<string> {
     const workflowId = (info.runningActions[0] ?? info.recentActions[0])?.workflow.workflowId;
     if (workflowId) return workflowId;
     if (Date.now() > deadline) throw new Error(`schedule ${scheduleId} started no cycle within ${UI_TIMEOUT} ms`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
@@ -117,11 +96,11 @@ function markdownUnder(page: Page, heading: string): FrameLocator {
 test('the Web UI shows the latest scheduled cycle with its summary, outcome and owner activities', async () => {
   await chromiumPath(); // fails at once, saying what is missing, when there is no browser
   const asOfDate = utcDate(new Date());
-  const seeded = await insertDocuments(db.admin, asOfDate, [{ daysLeft: 30 }, { daysLeft: 7 }, { daysLeft: 0 }]);
+  const seeded = await insertDocuments(stack.db.admin, asOfDate, [{ daysLeft: 30 }, { daysLeft: 7 }, { daysLeft: 0 }]);
   const owners = seeded.map((d) => d.ownerUserId);
 
-  const workflowId = await triggerScheduledCycle(temporal.client);
-  const result = await temporal.client.workflow.getHandle<CycleWorkflow>(workflowId).result();
+  const workflowId = await triggerScheduledCycle(stack.client);
+  const result = await stack.client.workflow.getHandle<CycleWorkflow>(workflowId).result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 3, ownersNotified: 3 }));
   const resultAsOfDate = result.asOf.slice(0, 10);
 

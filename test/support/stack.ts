@@ -26,11 +26,15 @@ function required(name: string): string {
 
 export interface TestDatabase {
   name: string;
+  /** The owner's URL: migrations and checks that need the owner. */
+  ownerUrl: string;
   /** Owner connection: seeds and inspects tables. */
   admin: pg.Pool;
   /** The worker's connection, as `expiry_reminder_worker`. */
   workerUrl: string;
   worker: pg.Pool;
+  /** The relay's connection, as `outbox_relay`. */
+  relayUrl: string;
   close(): Promise<void>;
 }
 
@@ -41,9 +45,11 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   const worker = createPool({ connectionString: created.workerUrl, max: 20 });
   return {
     name: created.name,
+    ownerUrl: created.ownerUrl,
     admin,
     workerUrl: created.workerUrl,
     worker,
+    relayUrl: created.relayUrl,
     close: async () => {
       await worker.end();
       await admin.end();
@@ -108,15 +114,18 @@ export async function startTestWorker(
     workflowBundle: { codePath: required('WORKFLOW_BUNDLE_PATH') },
   });
   const running = worker.run();
+  let stopped: Promise<void> | undefined;
   return {
     worker,
     taskQueue,
     logs,
-    stop: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-      await connection.close();
-    },
+    // Idempotent: a test may stop the harness's worker itself (to restart it) before the harness does.
+    stop: () =>
+      (stopped ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+        await connection.close();
+      })()),
   };
 }
 

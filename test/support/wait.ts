@@ -17,3 +17,6 @@ export async function eventually<T>(fn: () => Promise<T | undefined>, what: stri
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** Waits `ms`: for the tests that must let time pass (a lock held, a timer due), not for a condition. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
