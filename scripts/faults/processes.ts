@@ -1,0 +1,76 @@
+/**
+ * The worker and the relay as the suite runs them: real child processes (`src/worker.ts`,
+ * `src/relay.ts` under tsx) pointed at the stack, so a fault can SIGKILL one and watch it die.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EXIT_CODES } from '../../src/run-main';
+import type { FaultDb, Harness } from './harness';
+
+const root = path.resolve(__dirname, '..', '..');
+
+/** Exits the bad-input scenario provokes on purpose: not worth a log file. */
+const REFUSALS: (number | null)[] = [EXIT_CODES.config, EXIT_CODES.unavailable];
+
+export interface Proc {
+  child: ChildProcess;
+  output: string[];
+  exited: Promise<number | null>;
+  /** Sends `signal` unless the process has exited; resolves with its exit code. */
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `src/<entry>.ts` with the stack's variables and `env` on top; its output joins `h.output`. */
+export function startProcess(h: Harness, entry: 'worker' | 'relay', env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', `${entry}.ts`)], {
+    cwd: root,
+    env: { ...process.env, ...h.stack.env, METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const collect = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    h.output.push(chunk.toString());
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  let killed = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => {
+      // A process dying on its own is part of what the suite watches for: show why.
+      if (!killed && !REFUSALS.includes(code)) {
+        const file = path.join(os.tmpdir(), `faults-${entry}-${child.pid}.log`);
+        fs.writeFileSync(file, output.join(''));
+        h.say(`  ${entry} exited on its own (${code ?? signal}); its output: ${file}`);
+      }
+      resolve(code);
+    }),
+  );
+  return {
+    child,
+    output,
+    exited,
+    kill: async (signal) => {
+      killed = true;
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** A worker on `taskQueue`, as the worker role of `db`. */
+export const startWorker = (h: Harness, db: FaultDb, taskQueue: string, env: Record<string, string> = {}): Proc =>
+  startProcess(h, 'worker', { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, ...env });
+
+/** A relay as the relay role of `db`, polling fast and backing off briefly so outages end quickly. */
+export const startRelay = (h: Harness, db: FaultDb, env: Record<string, string> = {}): Proc =>
+  startProcess(h, 'relay', {
+    DATABASE_URL: db.relayUrl,
+    KAFKA_BROKERS: h.stack.kafkaBrokers,
+    RELAY_POLL_INTERVAL: '200ms',
+    RELAY_MAX_BACKOFF: '2s',
+    RELAY_SEND_TIMEOUT: '5s',
+    ...env,
+  });
