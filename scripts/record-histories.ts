@@ -11,7 +11,7 @@
  * real worker built by `createWorker` (production's workflow bundle, workflow interceptors, sinks and
  * activities) — this working tree's, or with `--at REV` those of a git revision — checks that the cycle
  * took the path the scenario is named for, and writes every run's history as proto3 JSON (the format of
- * `temporal workflow show --output json`; see `historyToFixtureJSON` for why not the SDK's
+ * `temporal workflow show --output json`; test/support/history-fixtures.ts says why not the SDK's
  * `historyToJSON`). Nothing is stripped. One file per run: `<scenario>.json`, or `<scenario>-run<N>.json`
  * for each run of a cycle that continued as new; with `--tag T`, `T.<scenario>.json`. Files are written
  * only when every scenario went as planned, and never over existing ones unless `--overwrite`.
@@ -45,7 +45,6 @@ import {
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
 import pg from 'pg';
 import { loadConfig } from '../src/config';
@@ -59,50 +58,16 @@ import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
 import { createDatabase, databaseUrl } from './stack/postgres';
 import { createWorker } from '../src/temporal/worker';
 import { insertDocuments, rejectOwner } from '../test/support/data';
+import {
+  FIXTURES_DIR,
+  fixtureFileName,
+  historyToFixtureJSON,
+  isScenarioFixture,
+  type History,
+} from '../test/support/history-fixtures';
 import type { CycleWorkflow } from '../src/workflows';
 
-type History = temporal.api.history.v1.IHistory;
-const EventType = temporal.api.enums.v1.EventType;
-
-/**
- * protobufjs's proto3 JSON codec, from the copy of protobufjs that `@temporalio/proto` is built with.
- *
- * Why not `historyToJSON`/`historyFromJSON` from `@temporalio/common/lib/proto-utils` (which
- * `Worker.runReplayHistory` also calls on a history whose event ids are strings)? In this install they
- * throw `TypeError: type must be a Type`: `@temporalio/common` and `@temporalio/proto` each get a copy of
- * their own of protobufjs 8 (the root holds protobufjs 7 for @grpc/proto-loader and the OTLP exporter),
- * and the codec of one copy rejects the reflected types of the other (`instanceof Type`). The codec of
- * `@temporalio/proto`'s own copy is the same code, so it reads and writes the same JSON; it is loaded with
- * the module-local `require` so that under Jest it comes from the same module registry as the types.
- */
-interface ProtoJson {
-  toJson(type: unknown, message: unknown): unknown;
-  fromJson(type: unknown, json: unknown, options?: { ignoreUnknownFields?: boolean }): History | null;
-}
-const protojson: ProtoJson =
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a file of another package's protobufjs copy, see above
-  require(require.resolve('protobufjs/ext/protojson', { paths: [path.dirname(require.resolve('@temporalio/proto'))] }));
-const HistoryType = temporal.api.history.v1.History;
-
-/** A history as fixture JSON: proto3 JSON, two-space indented, as `historyToJSON` would write it. */
-export function historyToFixtureJSON(history: History): string {
-  return `${JSON.stringify(protojson.toJson(HistoryType, HistoryType.fromObject(history)), null, 2)}\n`;
-}
-
-/** A fixture (or `temporal workflow show --output json`) read back into a History for `runReplayHistories`. */
-export function historyFromFixtureJSON(json: string): History {
-  const history = protojson.fromJson(HistoryType, JSON.parse(json), { ignoreUnknownFields: true });
-  if (!history?.events?.length) throw new TypeError('not a workflow history: no events');
-  return history;
-}
-
-/** The workflow id a history was recorded under (replay needs it: the cycle reads workflowInfo().workflowId). */
-export function historyWorkflowId(history: History): string | undefined {
-  return history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId || undefined;
-}
-
 const ROOT = path.resolve(__dirname, '..');
-export const FIXTURES_DIR = path.join(ROOT, 'test', 'fixtures', 'histories');
 
 /** Every cycle runs as of this day, so the seeded data means the same thing whenever it is recorded. */
 const AS_OF_DATE = '2026-09-02';
@@ -341,11 +306,10 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
   const unknown = (options.only ?? []).filter((n) => !SCENARIOS.some((s) => s.name === n));
   if (unknown.length)
     throw new Error(`unknown scenario(s): ${unknown.join(', ')} (known: ${SCENARIOS.map((s) => s.name).join(', ')})`);
-  const prefix = options.tag ? `${options.tag}.` : '';
   fs.mkdirSync(options.outDir, { recursive: true });
   const taken = fs
     .readdirSync(options.outDir)
-    .filter((f) => scenarios.some((s) => new RegExp(`^${escapeRegExp(prefix + s.name)}(-run\\d+)?\\.json$`).test(f)));
+    .filter((f) => scenarios.some((s) => isScenarioFixture(f, s.name, options.tag)));
   if (!options.overwrite) {
     if (taken.length) {
       throw new Error(
@@ -422,7 +386,7 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
     for (const f of taken) fs.rmSync(path.join(options.outDir, f));
     for (const { scenario, workflowId, runs } of recorded) {
       runs.forEach(({ runId, history }, i) => {
-        const file = path.join(options.outDir, `${prefix}${scenario}${runs.length > 1 ? `-run${i + 1}` : ''}.json`);
+        const file = path.join(options.outDir, fixtureFileName(scenario, i + 1, runs.length, options.tag));
         fs.writeFileSync(file, historyToFixtureJSON(history));
         written.push({ scenario, file, workflowId, runId, events: history.events?.length ?? 0 });
       });
@@ -463,15 +427,6 @@ function checkoutSource(rev: string, log: (line: string) => void): { dir: string
   };
   /* eslint-enable @typescript-eslint/no-require-imports */
   return { dir, modules };
-}
-
-/** Event type names of a history, for a quick look at a fixture. */
-export function eventTypes(history: History): string[] {
-  return (history.events ?? []).map((e) => String(EventType[e.eventType ?? 0]).replace(/^EVENT_TYPE_/, ''));
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function argValue(name: string): string | undefined {

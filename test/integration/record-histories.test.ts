@@ -9,9 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { Worker } from '@temporalio/worker';
-import { historyFromFixtureJSON, recordHistories } from '../../scripts/record-histories';
+import { recordHistories } from '../../scripts/record-histories';
 import { createTracing } from '../../src/observability/tracing';
 import { cycleSinks } from '../../src/temporal/worker';
+import { historyFromFixtureJSON } from '../support/history-fixtures';
 
 function required(name: string): string {
   const value = process.env[name];
