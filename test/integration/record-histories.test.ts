@@ -1,5 +1,5 @@
 /**
- * The recorder of the replay fixtures (scripts/record-histories.ts) keeps working as the workflow
+ * The recorder of the replay fixtures (scripts/record-histories/) keeps working as the workflow
  * evolves: every scenario still takes the path it is named for, and what it records from the current
  * code replays against the current code. The committed fixtures are left alone (it writes to a
  * temporary directory); test/unit/replay.test.ts replays those.

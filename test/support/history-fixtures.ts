@@ -1,6 +1,6 @@
 /**
  * The replay fixtures' format: where they live, how a file is named, and how a history is written to and
- * read from one. The recorder (scripts/record-histories.ts) writes them, test/unit/replay.test.ts replays
+ * read from one. The recorder (scripts/record-histories/) writes them, test/unit/replay.test.ts replays
  * the committed set, test/integration/record-histories.test.ts replays what the recorder just wrote; all
  * three take the format from here, so they cannot drift apart.
  *

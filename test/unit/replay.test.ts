@@ -1,6 +1,6 @@
 /**
  * Safe deploys (docs/SAFE-DEPLOYS.md): the histories of real cycles in test/fixtures/histories, recorded
- * by scripts/record-histories.ts, replayed against the current workflow code. A change to the workflow
+ * by scripts/record-histories/, replayed against the current workflow code. A change to the workflow
  * that would break cycles already running when it ships fails here, before it ships. No server needed:
  * replay runs the workflow bundle on the recorded events only.
  */
