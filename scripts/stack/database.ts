@@ -48,10 +48,16 @@ export async function createMigratedDatabase(
 ): Promise<MigratedDatabase> {
   const name = options.name ?? uniqueDatabaseName(options.prefix ?? 'db');
   const ownerUrl = await createDatabase(adminUrl, name, options.recreate);
-  const applied =
-    options.migrate === false
-      ? []
-      : await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+  let applied: string[] = [];
+  try {
+    if (options.migrate !== false) {
+      applied = await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+    }
+  } catch (err) {
+    // Half-migrated, it would only confuse the next run that finds it.
+    await dropDatabase(adminUrl, name).catch(() => {});
+    throw err;
+  }
   return {
     name,
     ownerUrl,

@@ -1,5 +1,5 @@
 /**
- * The recorder of the replay fixtures (scripts/record-histories.ts) keeps working as the workflow
+ * The recorder of the replay fixtures (scripts/record-histories/) keeps working as the workflow
  * evolves: every scenario still takes the path it is named for, and what it records from the current
  * code replays against the current code. The committed fixtures are left alone (it writes to a
  * temporary directory); test/unit/replay.test.ts replays those.
@@ -9,9 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { Worker } from '@temporalio/worker';
-import { historyFromFixtureJSON, recordHistories } from '../../scripts/record-histories';
+import { recordHistories } from '../../scripts/record-histories';
 import { createTracing } from '../../src/observability/tracing';
 import { cycleSinks } from '../../src/temporal/worker';
+import { historyFromFixtureJSON } from '../support/history-fixtures';
 
 function required(name: string): string {
   const value = process.env[name];

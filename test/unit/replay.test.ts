@@ -1,13 +1,12 @@
 /**
  * Safe deploys (docs/SAFE-DEPLOYS.md): the histories of real cycles in test/fixtures/histories, recorded
- * by scripts/record-histories.ts, replayed against the current workflow code. A change to the workflow
+ * by scripts/record-histories/, replayed against the current workflow code. A change to the workflow
  * that would break cycles already running when it ships fails here, before it ships. No server needed:
  * replay runs the workflow bundle on the recorded events only.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
-import { FIXTURES_DIR, historyFromFixtureJSON, historyWorkflowId } from '../../scripts/record-histories';
+import { fixtureRunName, listFixtures, readFixture } from '../support/history-fixtures';
 import { createTracing } from '../../src/observability/tracing';
 import { WORKFLOWS_PATH, workflowSideOptions } from '../../src/temporal/worker';
 
@@ -44,16 +43,8 @@ const REQUIRED_SCENARIOS = [
   'cancelled',
   'failed-invalid-input',
 ];
-const scenarioOf = (file: string) =>
-  file
-    .replace(/\.json$/, '')
-    .split('.')
-    .pop();
 
-const FIXTURES = fs
-  .readdirSync(FIXTURES_DIR)
-  .filter((f) => f.endsWith('.json'))
-  .sort();
+const FIXTURES = listFixtures();
 
 /** The workflow side of the production worker (`workflowSideOptions`, also used by `createWorker`). */
 function replayOptions(workflowsPath: string): ReplayWorkerOptions {
@@ -65,19 +56,14 @@ function replayOptions(workflowsPath: string): ReplayWorkerOptions {
   return { workflowsPath, interceptors: { workflowModules }, sinks, replayName: 'expiry-reminder-replay-test' };
 }
 
-function readFixture(file: string) {
-  const history = historyFromFixtureJSON(fs.readFileSync(path.join(FIXTURES_DIR, file), 'utf8'));
-  // The cycle puts workflowInfo().workflowId into activity inputs: replay under the recorded id.
-  return { history, workflowId: historyWorkflowId(history) ?? path.basename(file, '.json') };
-}
-
 describe('replay of recorded histories', () => {
   /** Fixture file → the replay's error (undefined: replayed cleanly). */
   const outcomes = new Map<string, Error | undefined>();
 
   beforeAll(async () => {
-    // One replay worker, one bundle, every fixture in turn; results come back in the same order.
-    const inputs = FIXTURES.map(readFixture);
+    // One replay worker, one bundle, every fixture in turn; results come back in the same order. Each
+    // replays under its recorded workflow id: the cycle puts workflowInfo().workflowId into activity inputs.
+    const inputs = FIXTURES.map((file) => readFixture(file));
     let i = 0;
     for await (const result of Worker.runReplayHistories(replayOptions(WORKFLOWS_PATH), inputs)) {
       expect(result.workflowId).toBe(inputs[i].workflowId);
@@ -86,7 +72,7 @@ describe('replay of recorded histories', () => {
   });
 
   test('the fixtures cover a normal cycle, continue-as-new, cancellation and a failed cycle', () => {
-    expect(FIXTURES.map(scenarioOf)).toEqual(expect.arrayContaining(REQUIRED_SCENARIOS));
+    expect(FIXTURES.map(fixtureRunName)).toEqual(expect.arrayContaining(REQUIRED_SCENARIOS));
   });
 
   test.each(FIXTURES)('%s replays against the current workflow code', (file) => {

@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { seedDocuments } from '../bench/seed';
+import { seedDocuments } from './seed';
 
 const { values: a } = parseArgs({
   options: {

@@ -1,0 +1,116 @@
+/**
+ * What a path's measurement holds, and how the harness measures CPU and memory: from /proc, per process
+ * group, because the worker, the Temporal server and PostgreSQL share the machine with the driver and
+ * each one's share is part of the answer.
+ */
+import fs from 'node:fs';
+
+/** One path's result: the work it did and its rates; `extra` holds what only some paths measure. */
+export interface Measurement {
+  path: string;
+  seconds: number;
+  owners: number;
+  documents: number;
+  reminders: number;
+  pages: number;
+  ownersPerSecond: number;
+  documentsPerSecond: number;
+  extra?: Record<string, unknown>;
+}
+
+/** A measurement from its counts, with the rates computed and the seconds rounded to milliseconds. */
+export function measurement(
+  p: string,
+  seconds: number,
+  owners: number,
+  documents: number,
+  reminders: number,
+  pages: number,
+  extra?: Record<string, unknown>,
+): Measurement {
+  return {
+    path: p,
+    seconds: Number(seconds.toFixed(3)),
+    owners,
+    documents,
+    reminders,
+    pages,
+    ownersPerSecond: Math.round(owners / seconds),
+    documentsPerSecond: Math.round(reminders / seconds),
+    extra,
+  };
+}
+
+/** CPU seconds (user + system) per process group: the worker, the Temporal server, PostgreSQL, this process. */
+export function cpuSnapshot(workerPid?: number): Record<string, number> {
+  const tick = 100; // USER_HZ on Linux
+  const out: Record<string, number> = { worker: 0, temporalServer: 0, postgres: 0, benchDriver: 0, other: 0 };
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const f = stat.slice(close + 2).split(' ');
+    const cpu = (Number(f[11]) + Number(f[12])) / tick;
+    const pid = Number(entry);
+    const key =
+      pid === workerPid
+        ? 'worker'
+        : pid === process.pid
+          ? 'benchDriver'
+          : comm === 'postgres'
+            ? 'postgres'
+            : comm.startsWith('temporal')
+              ? 'temporalServer'
+              : 'other';
+    out[key] += cpu;
+  }
+  return out;
+}
+
+/** The CPU each group used between two snapshots, in seconds and as a share of one core over `seconds`. */
+export function cpuDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  seconds: number,
+): Record<string, string> {
+  const r: Record<string, string> = {};
+  for (const k of Object.keys(after)) {
+    if (k === 'other') continue;
+    const d = after[k] - (before[k] ?? 0);
+    r[k] = `${d.toFixed(1)} s (${Math.round((100 * d) / seconds)}% of one core)`;
+  }
+  return r;
+}
+
+/** A memory figure of a process from /proc/<pid>/status, in kB; 0 once the process is gone. */
+export function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Samples a process's VmRSS every 100 ms until `stop`, which returns the peak in kB. VmHWM alone would
+ * be the peak of the process's whole life, not of this measurement.
+ */
+export function sampleRss(pid: number): { stop(): number } {
+  let peak = procStatusKb(pid, 'VmRSS');
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, procStatusKb(pid, 'VmRSS'));
+  }, 100);
+  return {
+    stop: () => {
+      clearInterval(sampler);
+      return Math.max(peak, procStatusKb(pid, 'VmRSS'));
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The worker process the Temporal paths measure: a separate process as deployed, so its CPU and memory
+ * are its own and the driver's work is not in them.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/**
+ * The worker's heap flags as the Dockerfile sets them (NODE_OPTIONS); BENCH_WORKER_NODE_OPTIONS
+ * overrides them. A 2 MB young generation keeps the peak RSS near the live heap (bench/REPORT.md).
+ */
+const WORKER_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=256';
+
+/** A running worker: its process, everything it wrote, and a stop that waits for its exit. */
+export interface BenchWorker {
+  child: ChildProcess;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The worker as production runs it (`--worker dist`, the default): compiled, with the workflow bundle
+ * prebuilt by `npm run build`, which this runs now. `--worker src` runs the sources under tsx, bundling
+ * at start. Returns the arguments for `node`.
+ */
+export function buildWorkerCommand(kind: string): string[] {
+  if (kind === 'src') return ['--import', 'tsx', path.join(ROOT, 'src', 'worker.ts')];
+  if (kind !== 'dist') throw new Error(`--worker must be dist or src, got ${kind}`);
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  return [path.join(ROOT, 'dist', 'worker.js')];
+}
+
+/** Starts the worker on `taskQueue` with the stack's variables and the benchmark's database and pool. */
+export function spawnWorker(
+  command: string[],
+  env: Record<string, string>,
+  settings: { databaseUrl: string; poolSize: number; taskQueue: string },
+): BenchWorker {
+  const child = spawn(process.execPath, command, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...env,
+      DATABASE_URL: settings.databaseUrl,
+      DATABASE_POOL_SIZE: String(settings.poolSize),
+      TEMPORAL_TASK_QUEUE: settings.taskQueue,
+      METRICS_PORT: '0',
+      LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn',
+      NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS ?? WORKER_NODE_OPTIONS,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+  child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    output,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Waits (up to 120 s) until a worker polls the activity side of `taskQueue`, so no measurement waits for start-up. */
+export async function waitForPoller(client: Client, namespace: string, taskQueue: string): Promise<void> {
+  const until = Date.now() + 120_000;
+  for (;;) {
+    const r = await client.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: taskQueue, kind: proto.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    });
+    if ((r.pollers ?? []).length > 0) return;
+    if (Date.now() > until) throw new Error('the worker did not start polling within 120 s');
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}

@@ -1,0 +1,63 @@
+/** The benchmark's flags (`npm run bench -- …`), parsed once into numbers and names. */
+import { parseArgs } from 'node:util';
+
+export interface BenchOptions {
+  /** `--workload`: which workload of bench/workloads runs. */
+  workload: string;
+  /** Sizes given on the command line; the workload's own sizes fill in the rest. */
+  documents?: number;
+  owners?: number;
+  due?: number;
+  dueOwners?: number;
+  /** The cycle's input and the worker's pool, the same for every path so they measure the same work. */
+  batchSize: number;
+  ownerConcurrency: number;
+  ownerGroupSize: number;
+  poolSize: number;
+  /** `--only`: the paths to run; the workload's paths when absent. */
+  only?: string[];
+  /** The day every path computes as of (default today, UTC). */
+  asOf: string;
+  /** Leave the benchmark's database on the server when done. */
+  keepDb: boolean;
+  /** `dist` (the compiled worker, as deployed) or `src` (the sources under tsx). */
+  worker: string;
+}
+
+/** Parses the flags; unknown flags are refused (`parseArgs` strict mode). */
+export function parseBenchOptions(args: string[] = process.argv.slice(2)): BenchOptions {
+  const { values: a } = parseArgs({
+    args,
+    options: {
+      workload: { type: 'string', default: 'smoke' },
+      documents: { type: 'string' },
+      owners: { type: 'string' },
+      due: { type: 'string' },
+      'due-owners': { type: 'string' },
+      'batch-size': { type: 'string', default: '500' },
+      'owner-concurrency': { type: 'string', default: '400' },
+      'owner-group-size': { type: 'string', default: '100' },
+      'pool-size': { type: 'string', default: '20' },
+      only: { type: 'string' },
+      'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
+      'keep-db': { type: 'boolean', default: false },
+      worker: { type: 'string', default: 'dist' },
+    },
+  });
+  const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  return {
+    workload: a.workload,
+    documents: optionalNumber(a.documents),
+    owners: optionalNumber(a.owners),
+    due: optionalNumber(a.due),
+    dueOwners: optionalNumber(a['due-owners']),
+    batchSize: Number(a['batch-size']),
+    ownerConcurrency: Number(a['owner-concurrency']),
+    ownerGroupSize: Number(a['owner-group-size']),
+    poolSize: Number(a['pool-size']),
+    only: a.only?.split(','),
+    asOf: a['as-of'],
+    keepDb: a['keep-db'],
+    worker: a.worker,
+  };
+}

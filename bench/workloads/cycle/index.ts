@@ -1,0 +1,155 @@
+/**
+ * The reminder cycle's workload (issue 7): seeds `profile.person_documents` (bench/seed.ts), then on the
+ * same data, emptying the ledger and the outbox before each path:
+ *   temporal   the full cycle through Temporal on the worker process (./temporal.ts);
+ *   repeat     the cycle again over the claimed data, nothing due: the idle cycle; after a full cycle,
+ *              once right after it and once after VACUUM of the ledger;
+ *   a, b       the baselines (./baselines.ts).
+ * Also writes the candidate page's plan to bench/explain-<workload>.txt (`-after-claim` after the repeat).
+ * Its five data shapes are the workloads smoke, backlog, steady, moonshot and idle.
+ */
+import crypto from 'node:crypto';
+import type pg from 'pg';
+import { seedDocuments } from '../../seed';
+import type { Measurement } from '../../harness/measure';
+import { writeBenchFile } from '../../report';
+import type { Bench, Workload, WorkloadResult } from '../../workload';
+import { baselineA, baselineB } from './baselines';
+import { explainCandidatePage } from './explain';
+import { cycleSettings, type CycleSettings } from './settings';
+import { temporalCycle } from './temporal';
+
+/** The seeded data: documents over owners, of which `due` (over `dueOwners` owners) are due on AsOf. */
+export interface DataShape {
+  documents: number;
+  owners: number;
+  due: number;
+  dueOwners: number;
+}
+
+/** The named shapes; the command line's sizes override each figure. */
+export const DATA_SHAPES: Record<string, DataShape> = {
+  smoke: { documents: 1_500, owners: 600, due: 500, dueOwners: 200 },
+  backlog: { documents: 100_000, owners: 50_000, due: 100_000, dueOwners: 50_000 },
+  steady: { documents: 1_000_000, owners: 400_000, due: 10_000, dueOwners: 8_000 },
+  moonshot: { documents: 1_000_000, owners: 500_000, due: 1_000_000, dueOwners: 500_000 },
+  idle: { documents: 2_000_000, owners: 600_000, due: 0, dueOwners: 0 },
+};
+
+/** The cycle workload over the data shape `name`. */
+export function cycleWorkload(name: string, shape: DataShape): Workload {
+  return {
+    name,
+    paths: ['temporal', 'a', 'b', 'repeat'],
+    needs: (paths) => ({ worker: paths.has('temporal') || paths.has('repeat'), kafka: false }),
+    run: (bench) => runCycleWorkload(bench, shape),
+  };
+}
+
+async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<WorkloadResult> {
+  const { options: o, paths, admin, say } = bench;
+  const W: DataShape = {
+    documents: o.documents ?? shape.documents,
+    owners: o.owners ?? shape.owners,
+    due: o.due ?? shape.due,
+    dueOwners: o.dueOwners ?? shape.dueOwners,
+  };
+  const s = cycleSettings(o);
+  say(
+    `workload ${o.workload}: ${JSON.stringify(W)}, batch ${s.batchSize}, concurrency ${s.ownerConcurrency}, group ${s.ownerGroupSize}, worker from ${o.worker}, pool ${s.poolSize}, asOf ${s.asOf}`,
+  );
+  const seed = await seedDocuments(admin, {
+    documents: W.documents,
+    owners: W.owners,
+    dueDocuments: W.due,
+    dueOwners: W.dueOwners,
+    asOfDate: s.asOf,
+    log: (l) => say(`[seed] ${l}`),
+  });
+  say(
+    `[seed] ${seed.documents} documents (${seed.dueDocuments} due) in ${seed.seconds.toFixed(1)} s, ${seed.rowsPerSecond} rows/s`,
+  );
+  await admin.query('checkpoint');
+  writeBenchFile(`explain-${o.workload}.txt`, await explainCandidatePage(admin, s));
+
+  const results: Measurement[] = [];
+  /** Keeps a path's measurement and shows it, with what the ledger and the outbox hold after it. */
+  const record = async (m: Measurement, counts = true) => {
+    results.push(m);
+    say(`${m.path}: ${JSON.stringify(m)}${counts ? ` ${JSON.stringify(await ledgerCounts(admin))}` : ''}`);
+  };
+  if (paths.has('temporal') || paths.has('repeat')) await temporalPaths(bench, s, record);
+  if (paths.has('a')) {
+    await reset(admin);
+    await record(await baselineA(bench.database.workerUrl, s));
+  }
+  if (paths.has('b')) {
+    await reset(admin);
+    await record(await baselineB(bench.database.workerUrl, s));
+  }
+
+  const t = results.find((r) => r.path.startsWith('Temporal: full'));
+  const ratio = (x?: Measurement) => (t && x && x.seconds > 0 ? Number((x.seconds / t.seconds).toFixed(3)) : undefined);
+  const comparisons = {
+    temporalThroughputVsA: ratio(results.find((r) => r.path.startsWith('A'))),
+    temporalThroughputVsB: ratio(results.find((r) => r.path.startsWith('B'))),
+  };
+  return {
+    data: { ...W, seeded: seed },
+    settings: {
+      batchSize: s.batchSize,
+      ownerConcurrency: s.ownerConcurrency,
+      ownerGroupSize: s.ownerGroupSize,
+      poolSize: s.poolSize,
+      asOf: s.asOf,
+    },
+    results,
+    comparisons,
+    headline: `Temporal throughput / A: ${comparisons.temporalThroughputVsA ?? '-'}; / B: ${comparisons.temporalThroughputVsB ?? '-'}`,
+  };
+}
+
+/** The full cycle and the repeat cycles, on one worker process. */
+async function temporalPaths(
+  bench: Bench,
+  s: CycleSettings,
+  record: (m: Measurement, counts?: boolean) => Promise<void>,
+): Promise<void> {
+  const { paths, admin, client } = bench;
+  const taskQueue = `bench-${crypto.randomBytes(4).toString('hex')}`;
+  const worker = await bench.startWorker(taskQueue);
+  const cycle = (label: string) => temporalCycle(label, client, worker, taskQueue, s);
+  if (paths.has('temporal')) {
+    await reset(admin);
+    await record(await cycle('Temporal: full cycle'));
+  }
+  if (paths.has('repeat')) {
+    // Nothing due any more (the ledger holds this cycle's markers): the idle cycle.
+    if (!paths.has('temporal')) await reset(admin);
+    await record(await cycle('Temporal: repeat cycle (nothing due)'), false);
+    if (paths.has('temporal')) {
+      // Right after a bulk claim the ledger's visibility map is empty, so every probe of the idle
+      // scan visits the heap. Autovacuum's insert threshold fixes that within minutes; measure both.
+      await admin.query('vacuum (analyze) profile.document_expiry_reminders');
+      await record(await cycle('Temporal: repeat cycle after vacuum (nothing due)'), false);
+      writeBenchFile(`explain-${bench.options.workload}-after-claim.txt`, await explainCandidatePage(admin, s));
+    }
+  }
+  await worker.stop();
+}
+
+/** Empties the ledger and the outbox, and vacuums both, so each path starts from the same state. */
+async function reset(admin: pg.Pool): Promise<void> {
+  await admin.query('truncate profile.document_expiry_reminders, profile.outbox_messages');
+  await admin.query('vacuum analyze profile.document_expiry_reminders');
+  await admin.query('vacuum analyze profile.outbox_messages');
+}
+
+/** Rows in the ledger and the outbox: every path must write the same. */
+async function ledgerCounts(admin: pg.Pool): Promise<{ markers: number; outbox: number }> {
+  const { rows } = await admin.query(
+    `select (select count(*)::int from profile.document_expiry_reminders) as markers,
+            (select count(*)::int from profile.outbox_messages) as outbox`,
+  );
+  return rows[0];
+}
