@@ -4,10 +4,12 @@
  */
 import fs from 'node:fs';
 import ms from 'ms';
+import type { ClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, type CycleDefaults } from './domain/cycle';
 import { parseThresholdList, thresholdProblems } from './domain/thresholds';
 import { TASK_QUEUE } from './domain/names';
+import { loadTemporalProfile } from './temporal/connection';
 
 /** Validated configuration of every entry point. */
 export interface Config {
@@ -24,8 +26,8 @@ export interface Config {
     address: string;
     namespace: string;
     taskQueue: string;
-    apiKey?: string;
-    tls?: { serverName?: string; caPath?: string; certPath?: string; keyPath?: string };
+    /** The connection profile (temporal.toml and `TEMPORAL_*`): API key, TLS, gRPC metadata. */
+    connection: ClientConfigProfile;
   };
   cycle: CycleDefaults;
   kafka: {
@@ -160,6 +162,10 @@ const thresholds = z.string().transform((text, ctx) => {
 });
 
 const boolText = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const temporalAddress = z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:7233');
+const temporalNamespace = z.string().regex(/^\S+$/, 'expected a namespace name');
+/** Where the Temporal dev server listens when neither the environment nor a profile names a server. */
+const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
 /** Each variable with its default, as documented in the README. */
 const schema = z.object({
@@ -171,18 +177,12 @@ const schema = z.object({
   DATABASE_TCP_KEEPALIVE_IDLE: durationOrZero('30s').default(30_000),
   EXPIRY_REMINDER_WORKER_PASSWORD: z.string().min(1).optional(),
   OUTBOX_RELAY_PASSWORD: z.string().min(1).optional(),
-  TEMPORAL_ADDRESS: z
-    .string()
-    .regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:7233')
-    .default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: z.string().regex(/^\S+$/, 'expected a namespace name').default('default'),
+  // The connection itself (API key, TLS files, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) is read by
+  // loadTemporalProfile; these are checked here because a typo in them should stop the process too.
+  TEMPORAL_ADDRESS: temporalAddress.optional(),
+  TEMPORAL_NAMESPACE: temporalNamespace.optional(),
   TEMPORAL_TASK_QUEUE: z.string().regex(/^\S+$/, 'expected a task queue name').default(TASK_QUEUE),
-  TEMPORAL_API_KEY: z.string().min(1).optional(),
   TEMPORAL_TLS: boolText.optional(),
-  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
-  TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
-  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
-  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   REMINDER_THRESHOLDS_DAYS: thresholds.default([30, 7, 1, 0]),
   REMINDER_BATCH_SIZE: wholeNumber(1, 10_000).default(500),
   REMINDER_RETENTION_DAYS: wholeNumber(0, 36_500).default(90),
@@ -236,7 +236,7 @@ export function redactUrl(text: string): string {
 
 function shown(name: string, value: string | undefined): string {
   if (value === undefined) return '(unset)';
-  if (name === 'TEMPORAL_API_KEY' || name.endsWith('_PASSWORD')) return '"***"';
+  if (name.endsWith('_PASSWORD')) return '"***"';
   if (name.endsWith('DATABASE_URL')) return JSON.stringify(redactUrl(value));
   return JSON.stringify(value);
 }
@@ -280,14 +280,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         `timeout of scheduled cycles (${exactDuration(scheduledCycleTimeoutMs(v.REMINDER_POLLING_INTERVAL))}, 90 % of REMINDER_POLLING_INTERVAL)`,
     );
   }
-  if (Boolean(raw.TEMPORAL_TLS_CERT_PATH) !== Boolean(raw.TEMPORAL_TLS_KEY_PATH)) {
-    problems.push('TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: expected both (mutual TLS) or neither');
+  const temporal = loadTemporalProfile(env);
+  if ('problems' in temporal) problems.push(...temporal.problems);
+  else {
+    // Values from a temporal.toml were not checked by the schema above.
+    for (const [field, check, value] of [
+      ['address', temporalAddress, temporal.profile.address],
+      ['namespace', temporalNamespace, temporal.profile.namespace],
+    ] as const) {
+      if (value === undefined || env[`TEMPORAL_${field.toUpperCase()}`]) continue;
+      const parsed = check.safeParse(value);
+      if (!parsed.success) {
+        problems.push(`${field} ${JSON.stringify(value)} in ${temporal.source}: ${parsed.error.issues[0].message}`);
+      }
+    }
   }
   if (raw.KAFKA_SASL_MECHANISM && !(raw.KAFKA_SASL_USERNAME && raw.KAFKA_SASL_PASSWORD)) {
     problems.push('KAFKA_SASL_MECHANISM is set: expected KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too');
   }
-  if (problems.length > 0) throw new ConfigError(problems);
-  const anyTls = v.TEMPORAL_TLS ?? Boolean(v.TEMPORAL_API_KEY || v.TEMPORAL_TLS_CA_PATH || v.TEMPORAL_TLS_CERT_PATH);
+  if (problems.length > 0 || 'problems' in temporal) throw new ConfigError(problems);
   return {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,
@@ -299,18 +310,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     rolePasswords: { worker: v.EXPIRY_REMINDER_WORKER_PASSWORD, relay: v.OUTBOX_RELAY_PASSWORD },
     temporal: {
-      address: v.TEMPORAL_ADDRESS,
-      namespace: v.TEMPORAL_NAMESPACE,
+      address: temporal.profile.address ?? DEFAULT_TEMPORAL_ADDRESS,
+      namespace: temporal.profile.namespace ?? 'default',
       taskQueue: v.TEMPORAL_TASK_QUEUE,
-      apiKey: v.TEMPORAL_API_KEY,
-      tls: anyTls
-        ? {
-            serverName: v.TEMPORAL_TLS_SERVER_NAME,
-            caPath: v.TEMPORAL_TLS_CA_PATH,
-            certPath: v.TEMPORAL_TLS_CERT_PATH,
-            keyPath: v.TEMPORAL_TLS_KEY_PATH,
-          }
-        : undefined,
+      connection: temporal.profile,
     },
     cycle: {
       thresholdsDays: v.REMINDER_THRESHOLDS_DAYS,

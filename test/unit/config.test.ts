@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, redactUrl, requireDatabaseUrl, scheduledCycleTimeoutMs } from '../../src/config';
+import { temporalConnectionOptions } from '../../src/temporal/connection';
 
 /** The ConfigError `loadConfig(env)` throws. */
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -35,8 +36,8 @@ describe('loadConfig', () => {
       address: '127.0.0.1:7233',
       namespace: 'default',
       taskQueue: 'document-expiry-reminder',
-      tls: undefined,
     });
+    expect(temporalConnectionOptions(config)).toEqual({ address: '127.0.0.1:7233' });
     expect(config.databaseUrl).toBeUndefined();
   });
 
