@@ -16,12 +16,10 @@ import {
   proxySinks,
   setCurrentDetails,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
-  type ActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities, CandidatePage, RemindOwnersResult } from '../activities';
+import type { Activities, CandidatePage } from '../activities';
 import {
   MAX_CARRIED_BUSY_OWNERS,
   ZERO_COUNTS,
@@ -40,8 +38,8 @@ import {
   REMINDERS_SENT,
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
-import { describeFailure } from '../domain/failures';
 import { cycleProgressQuery } from '../domain/progress';
+import { OwnerGroupWindow, retryBusyOwners } from './owner-groups';
 import type { CycleSinks } from './sinks';
 
 const { resolveCycleSettings } = proxyActivities<Activities>({
@@ -54,16 +52,6 @@ const { findCandidatePage } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
-
-// A group is one statement in one transaction, tens of milliseconds; the last attempt isolates its
-// owners one by one, which takes longer, hence the wide start-to-close. The activity heartbeats every
-// few seconds while it runs, so a group lost with a crashed worker is retried after 10 s, not 2 min.
-const OWNER_GROUP_ACTIVITY = {
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-} satisfies ActivityOptions;
-const { remindOwners: remindOwnerGroup } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
 
 const { pruneReminders } = proxyActivities<Activities>({
   startToCloseTimeout: '15m',
@@ -81,10 +69,6 @@ const tracer = otel.trace.getTracer('expiry-reminder-cycle');
 
 /** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_ACTIVITY = 6;
-
-/** Pauses between rounds of retrying busy owners: 1 s, doubling, at most 30 s. */
-const BUSY_RETRY_FIRST_MS = 1_000;
-const BUSY_RETRY_MAX_MS = 30_000;
 
 /** Runs one reminder cycle (docs/DESIGN.md says what it guarantees). */
 export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
@@ -286,164 +270,6 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   return result;
 }
 
-/**
- * Owners another transaction held when their group ran get more tries once the scan is done: after 1 s,
- * then doubling up to 30 s, for `busyRetryWindowMs` (twice the database's idle-in-transaction timeout,
- * the longest an orphaned transaction can keep them). A parallel cycle's hold lasts milliseconds, so
- * the first retry usually finds them free, with nothing left to send. Returns why it stopped early.
- */
-async function retryBusyOwners(
-  groups: OwnerGroupWindow,
-  settings: CycleSettings,
-  stopReason: () => CycleStatus | undefined,
-  cancelRequested: Promise<void>,
-): Promise<CycleStatus | undefined> {
-  let waited = 0;
-  for (let round = 0; groups.busyCount() > 0; round += 1) {
-    const pause = Math.min(BUSY_RETRY_FIRST_MS * 2 ** round, BUSY_RETRY_MAX_MS);
-    if (waited + pause > settings.busyRetryWindowMs) return undefined;
-    // The timer is not cancellable: a cancel request ends the pause through the race instead, so the
-    // cycle still reports `cancelled` with its counts.
-    await Promise.race([CancellationScope.nonCancellable(() => sleep(pause)), cancelRequested]);
-    waited += pause;
-    const stop = stopReason();
-    if (stop) return stop;
-    const scheduled = await groups.schedule(groups.takeBusy(), stopReason, true);
-    await groups.drain();
-    if (scheduled.stopped) return scheduled.stopped;
-  }
-  return undefined;
-}
-
-/**
- * Owner groups of `ownerGroupSize` through a sliding window that spans pages: at most
- * `ownerConcurrency / ownerGroupSize` group activities in flight, so the window does not drain at every
- * page boundary. An owner the activity reports failed (after its retries and isolation) is counted and
- * logged; so is every owner of a group whose activity failed as a whole. The cycle goes on. Owners it
- * reports busy are kept for {@link retryBusyOwners}.
- */
-class OwnerGroupWindow {
-  private readonly inFlight = new Set<Promise<void>>();
-  private readonly size: number;
-  private readonly activities: number;
-  private busy: string[];
-
-  constructor(
-    private readonly settings: CycleSettings,
-    private readonly jobRunId: string,
-    private readonly counts: CycleCounts,
-    private readonly progress: () => void,
-    carriedBusy: string[],
-  ) {
-    ({ size: this.size, activities: this.activities } = ownerGroups(settings));
-    this.busy = [...carriedBusy];
-  }
-
-  /**
-   * Schedules the owners' groups, waiting for room in the window. Resolves once all are scheduled (or
-   * a stop reason came up first); `settled` resolves when this call's groups have ended. `retry` marks
-   * owners found busy before, so they are not counted busy twice.
-   */
-  async schedule(
-    ownerIds: string[],
-    stopReason: () => CycleStatus | undefined,
-    retry = false,
-  ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
-    const mine: Promise<void>[] = [];
-    let stopped: CycleStatus | undefined;
-    for (let i = 0; i < ownerIds.length; i += this.size) {
-      while (this.inFlight.size >= this.activities) await Promise.race(this.inFlight);
-      stopped = stopReason();
-      if (stopped) {
-        // Busy owners not retried yet stay busy, so they are counted failed at the end.
-        if (retry) this.busy.push(...ownerIds.slice(i));
-        break;
-      }
-      mine.push(this.start(ownerIds.slice(i, i + this.size), retry));
-    }
-    return { stopped: stopped ?? stopReason(), settled: Promise.all(mine).then(() => undefined) };
-  }
-
-  /** Waits for every group in flight. */
-  async drain(): Promise<void> {
-    await Promise.all(this.inFlight);
-  }
-
-  busyCount(): number {
-    return this.busy.length;
-  }
-
-  /** The owners found busy so far (each once), handed over for a retry or a continuation. */
-  takeBusy(): string[] {
-    const ids = [...new Set(this.busy)];
-    this.busy = [];
-    return ids;
-  }
-
-  /** Owners still busy when the cycle ends: counted failed and logged by id, so the errors alert sees them. */
-  failStillBusy(): void {
-    for (const ownerUserId of this.takeBusy()) {
-      this.counts.failedOwners += 1;
-      cycleMetrics.ownerFailed();
-      log.warn('owner failed', {
-        jobRunId: this.jobRunId,
-        ownerUserId,
-        error: 'OwnerBusy: another transaction held the owner until the end of the cycle',
-      });
-    }
-    this.progress();
-  }
-
-  private start(ownerUserIds: string[], retry: boolean): Promise<void> {
-    const { settings, jobRunId, counts } = this;
-    const first = ownerUserIds[0];
-    const owners =
-      ownerUserIds.length === 1
-        ? `owner ${first}`
-        : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
-    const run: Promise<void> = CancellationScope.nonCancellable(() =>
-      // The summary (ids only) names the activity in the Web UI's timeline.
-      remindOwnerGroup.executeWithOptions(
-        { ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners },
-        [
-          {
-            ownerUserIds,
-            asOf: settings.asOf,
-            asOfDate: settings.asOfDate,
-            thresholdsDays: settings.thresholdsDays,
-            retentionDays: settings.retentionDays,
-            jobRunId,
-            lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
-          },
-        ],
-      ),
-    )
-      .then(
-        (r) => {
-          tallyGroup(counts, r, jobRunId);
-          if (!retry) counts.ownersBusy += r.busyOwnerIds.length;
-          this.busy.push(...r.busyOwnerIds);
-        },
-        (err: unknown) => {
-          counts.failedOwners += ownerUserIds.length;
-          for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
-          log.warn('owner group failed', {
-            jobRunId,
-            owners: ownerUserIds.length,
-            firstOwnerUserId: first,
-            error: describeFailure(err),
-          });
-        },
-      )
-      .finally(() => {
-        this.inFlight.delete(run);
-        this.progress();
-      });
-    this.inFlight.add(run);
-    return run;
-  }
-}
-
 /** AsOf when the input names none: the schedule's action time (so a backfill computes as of its day), else now. */
 function defaultAsOf(): Date {
   return workflowInfo().typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME) ?? new Date();
@@ -460,16 +286,4 @@ function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number
 /** Live progress in the Web UI's "current details" (not recorded in history). */
 function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number): void {
   setCurrentDetails(`Running · ${progressLine(settings, counts, runs)}`);
-}
-
-function tallyGroup(counts: CycleCounts, r: RemindOwnersResult, jobRunId: string): void {
-  counts.ownersProcessed += r.ownersProcessed;
-  counts.remindersSent += r.remindersSent;
-  counts.skippedAlreadyMarked += r.skippedAlreadyMarked;
-  counts.ownersNotified += r.ownersNotified;
-  counts.failedOwners += r.failed.length;
-  for (const f of r.failed) {
-    cycleMetrics.ownerFailed();
-    log.warn('owner failed', { jobRunId, ownerUserId: f.ownerUserId, error: f.error });
-  }
 }
