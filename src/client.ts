@@ -13,16 +13,13 @@ import { listCycles, previewCycleCommand } from './operations/cycles';
 import { resultWithProgress } from './operations/progress';
 import {
   applySchedule,
-  backfillSchedule,
-  cycleStartedBy,
   deleteSchedule,
   describeSchedule,
   ensureSearchAttributes,
   pauseSchedule,
-  scheduleActionRuns,
-  triggerSchedule,
   unpauseSchedule,
 } from './operations/schedule';
+import { backfillSchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from './operations/schedule-runs';
 import { temporalConnectionOptions } from './temporal/connection';
 import { manualCycleMetadata } from './temporal/ui-metadata';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';

@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import { runClient } from '../support/cli';
 import { resultWithProgress } from '../../src/operations/progress';
-import { applySchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule';
+import { applySchedule } from '../../src/operations/schedule';
+import { cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule-runs';
 import { utcDate } from '../../src/domain/thresholds';
 import { insertDocuments, outbox } from '../support/data';
 import { resetData, testConfig } from '../support/stack';
