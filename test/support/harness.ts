@@ -15,6 +15,7 @@ import {
   resetData,
   startCycle,
   startTestWorker,
+  testConfig,
   type TestDatabase,
   type TestWorker,
 } from './stack';
@@ -45,6 +46,8 @@ export interface WorkerOptions {
 export interface Integration {
   readonly db: TestDatabase;
   readonly client: Client;
+  /** The configuration the harness's workers run with (`config` of the options, else the test defaults). */
+  readonly config: Config;
   /** The harness's worker: the file's, or this test's. */
   readonly worker: TestWorker;
   /** The pool as `outbox_relay` ({@link IntegrationOptions.relayPoolSize}). */
@@ -76,6 +79,7 @@ export function useIntegration(label: string, options: IntegrationOptions = {}):
   let temporal: { client: Client; close(): Promise<void> } | undefined;
   let relayPool: pg.Pool | undefined;
   let harnessWorker: TestWorker | undefined;
+  let workerConfig: Config | undefined;
   let inTest = false;
   const fileWorkers: TestWorker[] = [];
   const testWorkers: TestWorker[] = [];
@@ -94,7 +98,7 @@ export function useIntegration(label: string, options: IntegrationOptions = {}):
     const database = present(db, 'the database');
     const w = await startTestWorker(database, {
       ...workerOptions,
-      config: workerOptions.config ?? options.config?.(database),
+      config: workerOptions.config ?? workerConfig,
     });
     taskQueues.add(w.taskQueue);
     (inTest ? testWorkers : fileWorkers).push(w);
@@ -107,6 +111,7 @@ export function useIntegration(label: string, options: IntegrationOptions = {}):
 
   beforeAll(async () => {
     if (options.database !== false) db = await createTestDatabase(label);
+    workerConfig = db && options.config ? options.config(db) : testConfig();
     if (db && options.relayPoolSize)
       relayPool = createPool({ connectionString: db.relayUrl, max: options.relayPoolSize });
     if (wantsClient) temporal = await connectClient();
@@ -158,6 +163,9 @@ export function useIntegration(label: string, options: IntegrationOptions = {}):
     },
     get client() {
       return present(temporal, 'the Temporal client').client;
+    },
+    get config() {
+      return present(workerConfig, 'the configuration');
     },
     get worker() {
       return present(harnessWorker, 'the worker');
