@@ -5,7 +5,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
-import { resolveCycleSettings as resolveSettings, type CycleSettings } from '../domain/cycle';
+import type { CycleSettings } from '../domain/cycle';
+import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';

@@ -21,9 +21,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, CandidatePage } from '../activities';
 import {
-  MAX_CARRIED_BUSY_OWNERS,
   ZERO_COUNTS,
-  inputShapeProblem,
   ownerGroups,
   type CycleContinuation,
   type CycleCounts,
@@ -32,6 +30,7 @@ import {
   type CycleSettings,
   type CycleStatus,
 } from '../domain/cycle';
+import { MAX_CARRIED_BUSY_OWNERS, inputShapeProblem } from '../domain/cycle-input';
 import {
   REMINDER_AS_OF,
   REMINDER_OUTCOME,

@@ -1,13 +1,12 @@
 import {
   ZERO_COUNTS,
   ownerGroups,
-  parseAsOf,
-  resolveCycleSettings,
   type CycleContinuation,
   type CycleDefaults,
   type CycleInput,
   type CycleSettings,
 } from '../../src/domain/cycle';
+import { parseAsOf, resolveCycleSettings } from '../../src/domain/cycle-input';
 
 const DEFAULTS: CycleDefaults = {
   thresholdsDays: [30, 7, 1, 0],

@@ -1,0 +1,235 @@
+/**
+ * The per-run input rules (docs/DESIGN.md#run-input): how a run's overrides merge into the worker's defaults,
+ * and how strictly a continuation is checked. Pure, so workflow and activity code share it.
+ */
+import { isIsoDate, thresholdProblems, utcDate } from './thresholds';
+import {
+  CYCLE_INPUT_FIELDS,
+  MAX_OWNER_CONCURRENCY,
+  MAX_OWNER_GROUP_SIZE,
+  ZERO_COUNTS,
+  type CycleContinuation,
+  type CycleCounts,
+  type CycleDefaults,
+  type CycleInput,
+  type CycleSettings,
+} from './cycle';
+
+const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A date (midnight UTC) or an instant with an explicit offset; undefined for anything else, including
+ * impossible dates (which `Date` would silently roll over) and local times (which depend on the host).
+ */
+export function parseAsOf(text: string): Date | undefined {
+  if (isIsoDate(text)) return new Date(`${text}T00:00:00Z`);
+  const m = INSTANT_RE.exec(text);
+  if (!m || !isIsoDate(m[1])) return undefined;
+  const instant = new Date(text);
+  return Number.isNaN(instant.getTime()) ? undefined : instant;
+}
+
+function wholeNumberProblem(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): string[] {
+  return Number.isSafeInteger(value) && value >= min && value <= max
+    ? []
+    : [`${name}=${JSON.stringify(value)}: expected a whole number from ${min} to ${max}`];
+}
+
+/** `correlation_id varchar(128)` of the outbox carries the workflow id (jobRunId) to every event. */
+export const MAX_JOB_RUN_ID_LENGTH = 128;
+
+/** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
+export const MAX_CARRIED_BUSY_OWNERS = 10_000;
+
+/** When and as what a cycle is being started, for {@link resolveCycleSettings}. */
+export interface CycleStart {
+  /** AsOf when the input names none (the schedule's action time, or the cycle's start). */
+  defaultAsOf: Date;
+  /** The current time: an AsOf after its UTC date is refused. */
+  now: Date;
+  /** The workflow id, which becomes `correlation_id`; absent where no cycle is started (preview). */
+  jobRunId?: string;
+}
+
+type Resolved = { ok: true; settings: CycleSettings } | { ok: false; problems: string[] };
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'string' ? `the string ${JSON.stringify(value)}` : `${typeof value} ${String(value)}`;
+}
+
+/** The problem with a workflow input that is not an object at all; undefined when it is one. */
+export function inputShapeProblem(input: unknown): string | undefined {
+  if (input === undefined || isPlainObject(input)) return undefined;
+  return `the input must be an object such as {} or {"asOf": "2026-12-01"}, got ${describeValue(input)}`;
+}
+
+/**
+ * Merges a run's overrides into the defaults and validates the result, and validates a continuation
+ * (which an operator can type into the Web UI as well as the workflow can pass it) just as strictly.
+ * No input may undo the ledger: an AsOf after today's UTC date and a retention other than the
+ * configured one are refused.
+ *
+ * @returns the settings (a continuation's own, once checked), or the list of problems, each naming the
+ * field, the value and what is expected.
+ */
+export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, start: CycleStart): Resolved {
+  const shape = inputShapeProblem(input);
+  if (shape) return { ok: false, problems: [shape] };
+  const fields = (input ?? {}) as Record<string, unknown>;
+  const problems: string[] = [];
+  if (start.jobRunId !== undefined && start.jobRunId.length > MAX_JOB_RUN_ID_LENGTH) {
+    problems.push(
+      `workflow id "${start.jobRunId.slice(0, 40)}…" is ${start.jobRunId.length} characters long: expected at most ` +
+        `${MAX_JOB_RUN_ID_LENGTH}, which is what the outbox's correlation_id holds; start the cycle with a shorter id`,
+    );
+  }
+  const unknown = Object.keys(fields).filter(
+    (k) => k !== 'continuation' && !(CYCLE_INPUT_FIELDS as readonly string[]).includes(k),
+  );
+  for (const key of unknown) {
+    problems.push(`unknown field ${JSON.stringify(key)}: expected only ${CYCLE_INPUT_FIELDS.join(', ')}`);
+  }
+  if (fields.continuation !== undefined) {
+    if (Object.keys(fields).length > 1) {
+      problems.push('continuation: expected no other field beside it (a continued run keeps its settings)');
+    }
+    problems.push(...continuationProblems(defaults, fields.continuation, start.now));
+    return problems.length > 0
+      ? { ok: false, problems }
+      : { ok: true, settings: (fields.continuation as CycleContinuation).settings };
+  }
+  const resolved = resolveOverrides(defaults, fields as CycleInput, start);
+  if (!resolved.ok) problems.push(...resolved.problems);
+  return problems.length > 0 ? { ok: false, problems } : resolved;
+}
+
+function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: CycleStart): Resolved {
+  const problems: string[] = [];
+  let asOf = start.defaultAsOf.toISOString();
+  if (input.asOf !== undefined) {
+    const instant = typeof input.asOf === 'string' ? parseAsOf(input.asOf) : undefined;
+    if (instant === undefined) {
+      problems.push(
+        `asOf=${JSON.stringify(input.asOf)}: expected a date YYYY-MM-DD or an ISO 8601 instant with a UTC offset, e.g. 2026-12-02T03:00:00Z`,
+      );
+    } else if (utcDate(instant) > utcDate(start.now)) {
+      problems.push(
+        `asOf=${JSON.stringify(input.asOf)}: after today's UTC date (${utcDate(start.now)}); a cycle as of a later day would ` +
+          'send reminders early and prune the markers of documents still in the window',
+      );
+    } else {
+      asOf = instant.toISOString();
+    }
+  }
+  const thresholdsDays = input.thresholdsDays ?? defaults.thresholdsDays;
+  if (!Array.isArray(thresholdsDays)) {
+    problems.push(`thresholdsDays=${JSON.stringify(thresholdsDays)}: expected an array of whole numbers`);
+  } else {
+    for (const p of thresholdProblems(thresholdsDays)) {
+      problems.push(`thresholdsDays=${JSON.stringify(thresholdsDays)}: ${p} (e.g. [30, 7, 1, 0])`);
+    }
+  }
+  if (input.retentionDays !== undefined && input.retentionDays !== defaults.retentionDays) {
+    problems.push(
+      `retentionDays=${JSON.stringify(input.retentionDays)}: expected the configured retention, ${defaults.retentionDays} ` +
+        '(REMINDER_RETENTION_DAYS), or no value; it bounds both the scan and the prune of the shared ledger, so it is ' +
+        "changed in the worker's configuration, not per run",
+    );
+  }
+  const settings: CycleSettings = {
+    asOf,
+    asOfDate: utcDate(new Date(asOf)),
+    thresholdsDays,
+    batchSize: input.batchSize ?? defaults.batchSize,
+    retentionDays: defaults.retentionDays,
+    maxRunDurationMs: input.maxRunDurationMs ?? defaults.maxRunDurationMs,
+    ownerConcurrency: input.ownerConcurrency ?? defaults.ownerConcurrency,
+    ownerGroupSize: input.ownerGroupSize ?? defaults.ownerGroupSize,
+    maxHistoryEvents: input.maxHistoryEvents ?? defaults.maxHistoryEvents,
+    busyRetryWindowMs: defaults.busyRetryWindowMs,
+  };
+  problems.push(
+    ...wholeNumberProblem('batchSize', settings.batchSize, 1, 10_000),
+    ...wholeNumberProblem('maxRunDurationMs', settings.maxRunDurationMs, 1),
+    ...wholeNumberProblem('ownerConcurrency', settings.ownerConcurrency, 1, MAX_OWNER_CONCURRENCY),
+    ...wholeNumberProblem('ownerGroupSize', settings.ownerGroupSize, 1, MAX_OWNER_GROUP_SIZE),
+    ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
+  );
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
+}
+
+const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
+const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
+const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf'), 'busyRetryWindowMs'];
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function exactFieldProblems(name: string, value: unknown, fields: readonly string[]): string[] {
+  if (!isPlainObject(value))
+    return [`${name}: expected an object with ${fields.join(', ')}, got ${describeValue(value)}`];
+  const keys = Object.keys(value);
+  const missing = fields.filter((f) => !keys.includes(f));
+  const extra = keys.filter((k) => !fields.includes(k));
+  return [
+    ...(missing.length > 0 ? [`${name}: missing ${missing.join(', ')}`] : []),
+    ...(extra.length > 0 ? [`${name}: unknown field${extra.length > 1 ? 's' : ''} ${extra.join(', ')}`] : []),
+  ];
+}
+
+/** What is wrong with a continuation, checked as strictly as a first run's input. */
+function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date): string[] {
+  const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS);
+  if (shape.length > 0) return shape;
+  const c = value as Record<string, unknown>;
+  const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS);
+  if (problems.length === 0) {
+    const given = c.settings as CycleSettings;
+    const again = resolveOverrides(
+      defaults,
+      {
+        asOf: given.asOf,
+        thresholdsDays: given.thresholdsDays,
+        batchSize: given.batchSize,
+        retentionDays: given.retentionDays,
+        maxRunDurationMs: given.maxRunDurationMs,
+        ownerConcurrency: given.ownerConcurrency,
+        ownerGroupSize: given.ownerGroupSize,
+        maxHistoryEvents: given.maxHistoryEvents,
+      },
+      { defaultAsOf: now, now },
+    );
+    if (!again.ok) problems.push(...again.problems.map((p) => `continuation.settings.${p}`));
+    else if (again.settings.asOfDate !== given.asOfDate) {
+      problems.push(
+        `continuation.settings.asOfDate=${JSON.stringify(given.asOfDate)}: expected ${again.settings.asOfDate}, the UTC date of asOf`,
+      );
+    }
+    problems.push(
+      ...wholeNumberProblem('continuation.settings.busyRetryWindowMs', given.busyRetryWindowMs, 0, 86_400_000),
+    );
+  }
+  problems.push(...wholeNumberProblem('continuation.startedAtMs', c.startedAtMs as number, 0, now.getTime()));
+  problems.push(...wholeNumberProblem('continuation.runs', c.runs as number, 2, 1_000_000));
+  const counts = exactFieldProblems('continuation.counts', c.counts, COUNT_FIELDS);
+  problems.push(...counts);
+  if (counts.length === 0) {
+    for (const f of COUNT_FIELDS)
+      problems.push(...wholeNumberProblem(`continuation.counts.${f}`, (c.counts as CycleCounts)[f], 0));
+  }
+  const busy = c.busyOwnerIds;
+  if (
+    !Array.isArray(busy) ||
+    busy.length > MAX_CARRIED_BUSY_OWNERS ||
+    busy.some((id) => typeof id !== 'string' || !UUID_RE.test(id))
+  ) {
+    problems.push(
+      `continuation.busyOwnerIds: expected an array of at most ${MAX_CARRIED_BUSY_OWNERS} lower-case owner uuids`,
+    );
+  }
+  return problems;
+}
