@@ -9,6 +9,8 @@ export interface BenchOptions {
   owners?: number;
   due?: number;
   dueOwners?: number;
+  /** `--rows`: outbox rows of the relay workload. */
+  rows?: number;
   /** The cycle's input and the worker's pool, the same for every path so they measure the same work. */
   batchSize: number;
   ownerConcurrency: number;
@@ -34,6 +36,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       owners: { type: 'string' },
       due: { type: 'string' },
       'due-owners': { type: 'string' },
+      rows: { type: 'string' },
       'batch-size': { type: 'string', default: '500' },
       'owner-concurrency': { type: 'string', default: '400' },
       'owner-group-size': { type: 'string', default: '100' },
@@ -51,6 +54,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     owners: optionalNumber(a.owners),
     due: optionalNumber(a.due),
     dueOwners: optionalNumber(a['due-owners']),
+    rows: optionalNumber(a.rows),
     batchSize: Number(a['batch-size']),
     ownerConcurrency: Number(a['owner-concurrency']),
     ownerGroupSize: Number(a['owner-group-size']),

@@ -38,6 +38,13 @@ export function report(workload: string, r: WorkloadResult, wallStart: number, s
   };
   writeBenchFile(path.join('results', `${workload}.json`), `${JSON.stringify(summary, null, 2)}\n`);
   say('');
+  if (r.table) {
+    say(`| ${r.table.header.join(' | ')} |`);
+    say(`|${r.table.header.map(() => '---').join('|')}|`);
+    for (const row of r.table.rows) say(`| ${row.join(' | ')} |`);
+    say(`${r.headline}; total ${summary.totalSeconds} s`);
+    return;
+  }
   say(
     '| path | wall s | owners | owners/s | documents (reminders) | documents/s | pages | runs | history events/run | worker peak RSS MB |',
   );

@@ -51,6 +51,8 @@ export interface WorkloadResult {
   comparisons: Record<string, number | undefined>;
   /** The line under the table, before the total time. */
   headline: string;
+  /** A table of the workload's own, printed instead of the cycle's columns. */
+  table?: { header: string[]; rows: (string | number)[][] };
 }
 
 export interface Workload {

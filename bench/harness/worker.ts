@@ -28,10 +28,18 @@ export interface BenchWorker {
  * at start. Returns the arguments for `node`.
  */
 export function buildWorkerCommand(kind: string): string[] {
-  if (kind === 'src') return ['--import', 'tsx', path.join(ROOT, 'src', 'worker.ts')];
+  return buildEntryCommand(kind, 'worker');
+}
+
+let built = false;
+
+/** The same for any entry point (`worker`, `relay`); the build runs once per benchmark. */
+export function buildEntryCommand(kind: string, entry: 'worker' | 'relay'): string[] {
+  if (kind === 'src') return ['--import', 'tsx', path.join(ROOT, 'src', `${entry}.ts`)];
   if (kind !== 'dist') throw new Error(`--worker must be dist or src, got ${kind}`);
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  return [path.join(ROOT, 'dist', 'worker.js')];
+  if (!built) execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  built = true;
+  return [path.join(ROOT, 'dist', `${entry}.js`)];
 }
 
 /** Starts the worker on `taskQueue` with the stack's variables and the benchmark's database and pool. */

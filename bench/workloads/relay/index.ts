@@ -1,0 +1,149 @@
+/**
+ * The relay's workload (issue 12): N outbox rows shaped like the cycle's events, published
+ *   kafkajs     by a bare kafkajs producer with the relay's guarantees (idempotent, acks=-1, one request in
+ *               flight), 1,000 messages per send: the ceiling of this broker on this machine;
+ *   relay       by a running `npm run relay` process (compiled, as deployed), woken by the rows' commit,
+ *               timed from the commit to the last row marked published;
+ *   relay-cold  by a relay process started with the rows already there, timed from its start.
+ * Each path gets fresh rows in an empty outbox; `--rows` sets N (default 30,000).
+ */
+import crypto from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import type pg from 'pg';
+import type { OutboxMessage } from '../../../src/db/outbox';
+import { TOPIC } from '../../../src/domain/names';
+import { ensureTopic, toKafkaMessage } from '../../../src/relay/kafka';
+import { cpuDelta, cpuSnapshot, measurement, sampleRss, type Measurement } from '../../harness/measure';
+import type { Bench, Workload, WorkloadResult } from '../../workload';
+import { startRelayProcess } from './process';
+import { seedOutbox, unpublishedCount } from './seed';
+
+const DEFAULT_ROWS = 30_000;
+/** Messages per send of the bare producer: what a relay batch could be at most. */
+const BARE_BATCH = 1_000;
+/** Partitions of the topic, as the relay creates it by default (KAFKA_TOPIC_PARTITIONS). */
+const PARTITIONS = 3;
+
+export const relayWorkload: Workload = {
+  name: 'relay',
+  paths: ['kafkajs', 'relay', 'relay-cold'],
+  needs: () => ({ worker: false, kafka: true }),
+  run: runRelayWorkload,
+};
+
+async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
+  const { options: o, paths, say, env } = bench;
+  const rows = o.rows ?? DEFAULT_ROWS;
+  const brokers = env.KAFKA_BROKERS;
+  if (!brokers) throw new Error('the relay workload needs a Kafka broker (KAFKA_BROKERS)');
+  const kafka = new Kafka({ clientId: 'bench-relay', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const kafkaAdmin = kafka.admin();
+  await kafkaAdmin.connect();
+  await ensureTopic(kafkaAdmin, TOPIC, PARTITIONS, 1);
+  await kafkaAdmin.disconnect();
+  say(`workload relay: ${rows} rows, topic ${TOPIC} (${PARTITIONS} partitions), relay from ${o.worker}`);
+
+  const results: Measurement[] = [];
+  const record = (m: Measurement) => {
+    results.push(m);
+    say(`${m.path}: ${JSON.stringify(m)}`);
+  };
+  if (paths.has('kafkajs')) record(await bareProducer(bench, kafka, rows));
+  if (paths.has('relay')) record(await relayPath(bench, rows, 'warm'));
+  if (paths.has('relay-cold')) record(await relayPath(bench, rows, 'cold'));
+
+  const rate = (p: string) => results.find((r) => r.path.startsWith(p))?.ownersPerSecond;
+  const ratio = (p: string) => {
+    const bare = rate('bare kafkajs');
+    const r = rate(p);
+    return bare && r ? Number((r / bare).toFixed(3)) : undefined;
+  };
+  const comparisons = { relayVsBare: ratio('relay, woken'), relayColdVsBare: ratio('relay, cold') };
+  return {
+    data: { rows },
+    settings: { partitions: PARTITIONS, bareBatch: BARE_BATCH, relayBatch: process.env.RELAY_BATCH_SIZE ?? 'default' },
+    results,
+    comparisons,
+    headline: `relay / bare kafkajs: woken ${comparisons.relayVsBare ?? '-'}, cold ${comparisons.relayColdVsBare ?? '-'}`,
+    table: {
+      header: ['path', 'wall s', 'rows', 'rows/s', 'process CPU', 'PostgreSQL CPU', 'peak RSS MB'],
+      rows: results.map((m) => {
+        const x = m.extra as { cpu: Record<string, string>; relayPeakRssMb?: number };
+        const own = m.path.startsWith('bare') ? x.cpu.benchDriver : x.cpu.worker;
+        return [m.path, m.seconds, m.owners, m.ownersPerSecond, own, x.cpu.postgres, x.relayPeakRssMb ?? ''];
+      }),
+    },
+  };
+}
+
+/** Empties the outbox and vacuums it, so each path starts from the same table. */
+async function reset(admin: pg.Pool): Promise<void> {
+  await admin.query('truncate profile.outbox_messages');
+  await admin.query('vacuum analyze profile.outbox_messages');
+}
+
+/** The bare producer: the same messages the relay would send (read first, not timed), sent in order. */
+async function bareProducer(bench: Bench, kafka: Kafka, rows: number): Promise<Measurement> {
+  await reset(bench.admin);
+  await seedOutbox(bench.admin, rows, `bench-relay-${crypto.randomBytes(3).toString('hex')}`);
+  const { rows: stored } = await bench.admin.query<OutboxMessage>(
+    'select * from profile.outbox_messages order by created_at, id',
+  );
+  const messages = stored.map(toKafkaMessage);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const cpu0 = cpuSnapshot();
+  const t0 = performance.now();
+  for (let i = 0; i < messages.length; i += BARE_BATCH) {
+    await producer.send({ topic: TOPIC, acks: -1, messages: messages.slice(i, i + BARE_BATCH) });
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuDelta(cpu0, cpuSnapshot(), seconds);
+  await producer.disconnect();
+  return measurement('bare kafkajs producer', seconds, messages.length, messages.length, messages.length, 0, {
+    rowsPerSecond: Math.round(messages.length / seconds),
+    cpu,
+  });
+}
+
+/**
+ * A relay process: `warm` starts it on an empty outbox and times from the rows' commit; `cold` seeds first
+ * and times from the process start. Ends when no row is left unpublished.
+ */
+async function relayPath(bench: Bench, rows: number, mode: 'warm' | 'cold'): Promise<Measurement> {
+  const { admin, database, env, options } = bench;
+  await reset(admin);
+  const correlationId = `bench-relay-${crypto.randomBytes(3).toString('hex')}`;
+  if (mode === 'cold') await seedOutbox(admin, rows, correlationId);
+  const t0cold = performance.now();
+  const relay = await startRelayProcess(options.worker, {
+    ...env,
+    DATABASE_URL: database.relayUrl,
+    KAFKA_BROKERS: env.KAFKA_BROKERS,
+  });
+  try {
+    const pid = relay.child.pid!;
+    const rss = sampleRss(pid);
+    const cpu0 = cpuSnapshot(pid);
+    const t0warm = performance.now();
+    if (mode === 'warm') await seedOutbox(admin, rows, correlationId);
+    const t0 = mode === 'warm' ? t0warm : t0cold;
+    const deadline = Date.now() + 30 * 60_000;
+    while ((await unpublishedCount(admin)) > 0) {
+      if (relay.child.exitCode !== null)
+        throw new Error(`the relay exited (${relay.child.exitCode}):\n${relay.tail()}`);
+      if (Date.now() > deadline) throw new Error(`rows still unpublished after 30 min:\n${relay.tail()}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuDelta(cpu0, cpuSnapshot(pid), seconds);
+    const label = mode === 'warm' ? 'relay, woken by the commit' : 'relay, cold start';
+    return measurement(label, seconds, rows, rows, rows, 0, {
+      rowsPerSecond: Math.round(rows / seconds),
+      relayPeakRssMb: Math.round(rss.stop() / 1024),
+      cpu,
+    });
+  } finally {
+    await relay.stop();
+  }
+}
