@@ -1,7 +1,8 @@
 /**
- * `npm run bench -- [--workload smoke|backlog|steady|moonshot|idle] [--documents N --owners M --due K --due-owners O]
+ * `npm run bench -- [--workload smoke|backlog|steady|moonshot|idle|relay] [--documents N --owners M --due K --due-owners O]
+ *                   [--rows N (relay)]
  *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--pool-size P]
- *                   [--only temporal,a,b,repeat] [--worker dist|src] [--as-of YYYY-MM-DD] [--keep-db]`
+ *                   [--only temporal,a,b,repeat,e2e | kafkajs,relay,relay-cold] [--worker dist|src] [--as-of YYYY-MM-DD] [--keep-db]`
  *
  * The benchmark of issue 7. Starts the local stack (PostgreSQL + Temporal dev server, no UI, no Kafka)
  * or uses STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS when set, creates a fresh migrated database, and
@@ -22,7 +23,10 @@ async function main(): Promise<void> {
   const wallStart = performance.now();
   const options = parseBenchOptions();
   const workload = findWorkload(options.workload);
-  const paths = new Set(options.only ?? workload.paths);
+  const paths = new Set(options.only ?? workload.defaultPaths ?? workload.paths);
+  const unknown = [...paths].filter((p) => !workload.paths.includes(p));
+  if (unknown.length)
+    throw new Error(`unknown path ${unknown.join(', ')}; ${workload.name} has ${workload.paths.join(', ')}`);
   const harness = await startHarness(options, workload, paths, say);
   try {
     report(workload.name, await workload.run(harness.bench), wallStart, say);

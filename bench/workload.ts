@@ -58,8 +58,10 @@ export interface WorkloadResult {
 export interface Workload {
   /** The `--workload` name. */
   name: string;
-  /** The paths `--only` chooses from, in the order they run; all of them by default. */
+  /** The paths `--only` chooses from, in the order they run. */
   paths: readonly string[];
+  /** The paths run without `--only` (default: all of them). */
+  defaultPaths?: readonly string[];
   /** What the harness must start for these paths. */
   needs(paths: ReadonlySet<string>): WorkloadNeeds;
   /** Seeds the data and measures the chosen paths. */

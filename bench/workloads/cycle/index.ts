@@ -4,7 +4,9 @@
  *   temporal   the full cycle through Temporal on the worker process (./temporal.ts);
  *   repeat     the cycle again over the claimed data, nothing due: the idle cycle; after a full cycle,
  *              once right after it and once after VACUUM of the ledger;
- *   a, b       the baselines (./baselines.ts).
+ *   a, b       the baselines (./baselines.ts);
+ *   e2e        the full cycle with a relay process beside it, until Kafka acknowledged the last event
+ *              (./end-to-end.ts); only when named, since it needs a broker.
  * Also writes the candidate page's plan to bench/explain-<workload>.txt (`-after-claim` after the repeat).
  * Its five data shapes are the workloads smoke, backlog, steady, moonshot and idle.
  */
@@ -17,6 +19,7 @@ import type { Bench, Workload, WorkloadResult } from '../../workload';
 import { baselineA, baselineB } from './baselines';
 import { explainCandidatePage } from './explain';
 import { cycleSettings, type CycleSettings } from './settings';
+import { endToEndCycle } from './end-to-end';
 import { temporalCycle } from './temporal';
 
 /** The seeded data: documents over owners, of which `due` (over `dueOwners` owners) are due on AsOf. */
@@ -40,8 +43,13 @@ export const DATA_SHAPES: Record<string, DataShape> = {
 export function cycleWorkload(name: string, shape: DataShape): Workload {
   return {
     name,
-    paths: ['temporal', 'a', 'b', 'repeat'],
-    needs: (paths) => ({ worker: paths.has('temporal') || paths.has('repeat'), kafka: false }),
+    paths: ['temporal', 'a', 'b', 'repeat', 'e2e'],
+    // End to end needs a broker and a relay: asked for by name (--only temporal,e2e).
+    defaultPaths: ['temporal', 'a', 'b', 'repeat'],
+    needs: (paths) => ({
+      worker: paths.has('temporal') || paths.has('repeat') || paths.has('e2e'),
+      kafka: paths.has('e2e'),
+    }),
     run: (bench) => runCycleWorkload(bench, shape),
   };
 }
@@ -78,7 +86,7 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
     results.push(m);
     say(`${m.path}: ${JSON.stringify(m)}${counts ? ` ${JSON.stringify(await ledgerCounts(admin))}` : ''}`);
   };
-  if (paths.has('temporal') || paths.has('repeat')) await temporalPaths(bench, s, record);
+  if (paths.has('temporal') || paths.has('repeat') || paths.has('e2e')) await temporalPaths(bench, s, record);
   if (paths.has('a')) {
     await reset(admin);
     await record(await baselineA(bench.database.workerUrl, s));
@@ -90,9 +98,11 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
 
   const t = results.find((r) => r.path.startsWith('Temporal: full'));
   const ratio = (x?: Measurement) => (t && x && x.seconds > 0 ? Number((x.seconds / t.seconds).toFixed(3)) : undefined);
+  const e2e = results.find((r) => r.path.startsWith('End to end'));
   const comparisons = {
     temporalThroughputVsA: ratio(results.find((r) => r.path.startsWith('A'))),
     temporalThroughputVsB: ratio(results.find((r) => r.path.startsWith('B'))),
+    endToEndVsCycleAlone: t && e2e ? Number((e2e.seconds / t.seconds).toFixed(3)) : undefined,
   };
   return {
     data: { ...W, seeded: seed },
@@ -105,7 +115,9 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
     },
     results,
     comparisons,
-    headline: `Temporal throughput / A: ${comparisons.temporalThroughputVsA ?? '-'}; / B: ${comparisons.temporalThroughputVsB ?? '-'}`,
+    headline:
+      `Temporal throughput / A: ${comparisons.temporalThroughputVsA ?? '-'}; / B: ${comparisons.temporalThroughputVsB ?? '-'}` +
+      (e2e ? `; end to end / cycle alone: ${comparisons.endToEndVsCycleAlone ?? '-'}` : ''),
   };
 }
 
@@ -134,6 +146,10 @@ async function temporalPaths(
       await record(await cycle('Temporal: repeat cycle after vacuum (nothing due)'), false);
       writeBenchFile(`explain-${bench.options.workload}-after-claim.txt`, await explainCandidatePage(admin, s));
     }
+  }
+  if (paths.has('e2e')) {
+    await reset(admin);
+    await record(await endToEndCycle('End to end: cycle + relay to Kafka', bench, worker, taskQueue, s));
   }
   await worker.stop();
 }

@@ -1,0 +1,43 @@
+/**
+ * The cycle end to end: the same cycle as the Temporal path, with one relay process running beside the
+ * worker, timed from the cycle's start to the last event acknowledged by Kafka (no outbox row left
+ * unpublished), so the relay's lag behind the cycle is part of the figure.
+ */
+import { measurement, type Measurement } from '../../harness/measure';
+import type { BenchWorker } from '../../harness/worker';
+import type { Bench } from '../../workload';
+import { startRelayProcess } from '../relay/process';
+import { unpublishedCount } from '../relay/seed';
+import type { CycleSettings } from './settings';
+import { temporalCycle } from './temporal';
+
+/** One cycle with a relay beside it; `extra` has the cycle's own time and the relay's lag after it. */
+export async function endToEndCycle(
+  label: string,
+  bench: Bench,
+  worker: BenchWorker,
+  taskQueue: string,
+  s: CycleSettings,
+): Promise<Measurement> {
+  const { admin, env, database, options, client } = bench;
+  const relay = await startRelayProcess(options.worker, { ...env, DATABASE_URL: database.relayUrl });
+  try {
+    const t0 = performance.now();
+    const cycle = await temporalCycle(label, client, worker, taskQueue, s);
+    const deadline = Date.now() + 30 * 60_000;
+    while ((await unpublishedCount(admin)) > 0) {
+      if (relay.child.exitCode !== null)
+        throw new Error(`the relay exited (${relay.child.exitCode}):\n${relay.tail()}`);
+      if (Date.now() > deadline) throw new Error(`events still unpublished 30 min after the cycle:\n${relay.tail()}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    return measurement(label, seconds, cycle.owners, cycle.documents, cycle.reminders, cycle.pages, {
+      ...cycle.extra,
+      cycleSeconds: cycle.seconds,
+      relayLagSeconds: Number((seconds - cycle.seconds).toFixed(3)),
+    });
+  } finally {
+    await relay.stop();
+  }
+}
