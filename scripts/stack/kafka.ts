@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureTopic } from '../../src/relay/kafka';
 import { freePort } from '../../src/observability/ports';
+import { checkJava as checkJavaFor, ensureMavenJars, javaBinary, pomProperty, run, tail } from './maven';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');
@@ -20,11 +21,7 @@ const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
  * The Kafka release the stack runs. Read from the `kafka.version` property of `ops/kafka/pom.xml` so
  * that the pom, which resolves the jars, stays the only place the version is written.
  */
-export const KAFKA_VERSION: string = (() => {
-  const match = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(fs.readFileSync(POM, 'utf8'));
-  if (!match) throw new Error(`${POM} has no <kafka.version> property`);
-  return match[1];
-})();
+export const KAFKA_VERSION: string = pomProperty(POM, 'kafka.version');
 
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
@@ -45,103 +42,18 @@ function client(brokers: string): Kafka {
   });
 }
 
-function javaBinary(): string {
-  return process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-}
+const checkJava = () => checkJavaFor(INSTALL_HINT);
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  output: string;
-  error?: Error;
-}
-
-/** Runs a command to completion without blocking the event loop (a cold Maven run takes a while). */
-function run(command: string, args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    child.stderr.on('data', (c: Buffer) => chunks.push(c));
-    child.on('error', (error) => resolve({ code: null, signal: null, output: '', error }));
-    child.on('close', (code, signal) => resolve({ code, signal, output: Buffer.concat(chunks).toString('utf8') }));
+/** The directory of every jar the broker needs, resolved by Maven into the user's cache on first use. */
+export function ensureKafkaJars(log: (line: string) => void = () => {}): Promise<string> {
+  return ensureMavenJars({
+    pom: POM,
+    cacheName: `kafka-${KAFKA_VERSION}`,
+    what: `Kafka ${KAFKA_VERSION}`,
+    mainJarPrefix: `kafka_2.13-${KAFKA_VERSION}`,
+    installHint: INSTALL_HINT,
+    log,
   });
-}
-
-function tail(text: string, lines = 40): string {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
-}
-
-async function checkJava(): Promise<void> {
-  const res = await run(javaBinary(), ['-version']);
-  if (res.error || res.code !== 0) {
-    throw new Error(
-      `${INSTALL_HINT}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`,
-    );
-  }
-  // "17.0.15" and "21" name the major version first; Java 8 and older say "1.8.0_…".
-  const version = /version "(\d+)(?:\.(\d+))?/.exec(res.output);
-  const major = version ? (version[1] === '1' ? Number(version[2]) : Number(version[1])) : NaN;
-  if (!(major >= 17)) {
-    throw new Error(`${INSTALL_HINT}. Found: ${res.output.split('\n')[0].trim()}`);
-  }
-}
-
-/**
- * The directory of every jar the broker needs, resolved by Maven into the user's cache on first use.
- * The marker is written only after a complete copy, and records the pom's digest, so an interrupted
- * copy or an edited pom means a fresh copy rather than a broker that dies on a missing class. Later
- * calls cost a file read and start nothing.
- */
-export async function ensureKafkaJars(log: (line: string) => void = () => {}): Promise<string> {
-  const cacheRoot = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const dir = path.join(cacheRoot, 'expiry-reminder', `kafka-${KAFKA_VERSION}`);
-  const libs = path.join(dir, 'libs');
-  const marker = path.join(dir, '.complete');
-  const digest = crypto.createHash('sha256').update(fs.readFileSync(POM)).digest('hex');
-  const complete = () =>
-    fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
-  if (complete()) return libs;
-
-  await checkJava();
-  const mvn = await run('mvn', ['-v']);
-  if (mvn.error || mvn.code !== 0) {
-    throw new Error(`${INSTALL_HINT}. Running mvn -v failed: ${mvn.error?.message ?? tail(mvn.output, 5)}`);
-  }
-  log(`resolving Kafka ${KAFKA_VERSION} from Maven Central into ${libs} (first run only)`);
-  fs.mkdirSync(dir, { recursive: true });
-  // A private directory, renamed into place, so two starts racing on a cold cache never share a half copy.
-  const staging = fs.mkdtempSync(path.join(dir, 'libs-'));
-  try {
-    const res = await run('mvn', [
-      '-B',
-      '-q',
-      '-f',
-      POM,
-      'dependency:copy-dependencies',
-      `-DoutputDirectory=${staging}`,
-      '-DincludeScope=runtime',
-    ]);
-    if (res.error || res.code !== 0) {
-      throw new Error(
-        `Maven could not resolve the Kafka ${KAFKA_VERSION} jars (exit ${res.code ?? res.signal}); ` +
-          `is Maven Central reachable?\n${tail(res.output)}`,
-      );
-    }
-    if (!fs.readdirSync(staging).some((f) => f.startsWith(`kafka_2.13-${KAFKA_VERSION}`))) {
-      throw new Error(`Maven finished but copied no kafka_2.13-${KAFKA_VERSION} jar into ${staging}`);
-    }
-    // Another start won the race meanwhile, and its broker may be loading classes from those jars.
-    if (complete()) return libs;
-    fs.rmSync(marker, { force: true });
-    fs.rmSync(libs, { recursive: true, force: true });
-    fs.chmodSync(staging, 0o755);
-    fs.renameSync(staging, libs);
-  } finally {
-    fs.rmSync(staging, { recursive: true, force: true });
-  }
-  fs.writeFileSync(marker, `${digest}\n`);
-  return libs;
 }
 
 /** A running single-node Kafka cluster of the local stack. */
