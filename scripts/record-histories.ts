@@ -59,6 +59,7 @@ import { LOCAL_ROLE_PASSWORDS, startStack } from './stack';
 import { createDatabase, databaseUrl } from './stack/postgres';
 import { createWorker } from '../src/temporal/worker';
 import { insertDocuments, rejectOwner } from '../test/support/data';
+import { runHistories } from '../test/support/history';
 import type { CycleWorkflow } from '../src/workflows';
 
 type History = temporal.api.history.v1.IHistory;
@@ -287,22 +288,6 @@ async function waitForScheduled(handle: WorkflowHandle, types: string[], count: 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${handle.workflowId}: ${count} ${types.join(' or ')} activities were not scheduled within 30 s`);
-}
-
-/** The histories of every run of the cycle, first to last, following continue-as-new. */
-async function runHistories(
-  client: Client,
-  handle: WorkflowHandleWithFirstExecutionRunId,
-): Promise<{ runId: string; history: History }[]> {
-  const runs: { runId: string; history: History }[] = [];
-  let runId: string | undefined = handle.firstExecutionRunId;
-  while (runId) {
-    const history: History = await client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId).fetchHistory();
-    runs.push({ runId, history });
-    const events = history.events ?? [];
-    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-  }
-  return runs;
 }
 
 export interface RecordOptions {
