@@ -66,6 +66,30 @@ test('a cancelled cycle lets its groups in flight finish, schedules no more, ski
   );
 });
 
+test('a cancel request seen while a page is read ends the cycle without its owners or a page read ahead', async () => {
+  let seen = false;
+  await withCycle(
+    cycle(),
+    {
+      pages: [owners(1, 2), owners(3, 2), owners(5, 2)],
+      // Page 2 (read ahead while page 1's group runs) answers once the workflow has seen the request.
+      onPage: async (input) => void (input.page === 2 && (await holdUntil(() => seen, 10_000))),
+    },
+    {},
+    async (run) => {
+      const { handle, calls } = run;
+      await holdUntil(() => callsOf(calls, 'findCandidatePage').length === 2, 10_000);
+      await cancelAndWaitUntilSeen(run);
+      seen = true;
+      const result = await handle.result();
+      expect(result).toEqual(expect.objectContaining({ status: 'cancelled', pages: 2, ownersProcessed: 2 }));
+      expect(groups(calls)).toEqual([owners(1, 2)]);
+      // Page 3 is not read: the cycle knew it was cancelled when page 2 came.
+      expect(callsOf(calls, 'findCandidatePage').map((c) => pageOf(c.input))).toEqual([1, 2]);
+    },
+  );
+});
+
 test('a cancel request ends the pause before a busy-owner retry at once, and the still-busy owner counts failed', async () => {
   await withCycle(
     cycle(),
