@@ -13,6 +13,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxySinks,
   setCurrentDetails,
@@ -81,6 +82,12 @@ const tracer = otel.trace.getTracer('expiry-reminder-cycle');
 
 /** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_ACTIVITY = 6;
+
+/**
+ * Patch: no page is read ahead once the cycle is stopping. Histories without its marker read one ahead
+ * (unused) and replay that way; `patched` is called only where the two paths part.
+ */
+const NO_READ_AHEAD_WHEN_STOPPING = 'no-read-ahead-when-stopping';
 
 /** Pauses between rounds of retrying busy owners: 1 s, doubling, at most 30 s. */
 const BUSY_RETRY_FIRST_MS = 1_000;
@@ -200,10 +207,12 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
             owners: page.ownerIds.length,
           });
           // The next page is read while this one's owners run, unless this run will continue as new
-          // after this page (the new run reads it itself). Its failure is handled where it is awaited;
-          // the empty handler only keeps it from counting as unhandled while the owners run, which
-          // would fail the workflow task over and over instead of the cycle once.
-          if (page.hasNext && !historyNearlyFull(2)) {
+          // after this page (the new run reads it itself) or the cycle is already stopping (cancelled,
+          // or past its time limit), which would leave that page unused after a query that also stores
+          // a scan position. Its failure is handled where it is awaited; the empty handler only keeps
+          // it from counting as unhandled while the owners run, which would fail the workflow task over
+          // and over instead of the cycle once.
+          if (page.hasNext && !historyNearlyFull(2) && !(stopReason() && patched(NO_READ_AHEAD_WHEN_STOPPING))) {
             prefetched = findPage(counts.pages + 1);
             prefetched.catch(() => undefined);
           }
