@@ -6,8 +6,8 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import {
   counterValue,
-  eventNames,
   cycleEnvPerFile,
+  eventNames,
   timerSeconds,
   withCycle,
   type HistoryEvent,

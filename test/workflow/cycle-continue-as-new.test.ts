@@ -9,10 +9,10 @@ import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import {
   cancelAndWaitUntilSeen,
   counterValue,
+  cycleEnvPerFile,
   eventNames,
   openActivities,
   runInput,
-  cycleEnvPerFile,
   timerSeconds,
   withCycle,
   type CycleRun,

@@ -8,9 +8,9 @@ import type { FindCandidatePageInput, RemindOwnersInput } from '../../src/activi
 import { REMINDER_OUTCOME, REMINDERS_SENT } from '../../src/domain/search-attributes';
 import {
   counterValue,
+  cycleEnvPerFile,
   eventNames,
   openActivities,
-  cycleEnvPerFile,
   withCycle,
   type HistoryEvent,
 } from './support/cycle-env';

@@ -55,7 +55,7 @@ export async function startCycleEnv(): Promise<CycleEnv> {
   const path = await ensureTemporalTestServer((line) => process.stderr.write(`[workflow tests] ${line}\n`));
   const codePath = process.env.WORKFLOW_TEST_BUNDLE_PATH;
   const [env, workflowBundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } }),
+    startTestServer(path),
     codePath ? { codePath } : buildWorkflowBundle(WORKFLOWS_PATH).then((code) => ({ code })),
   ]);
   // What `schedule apply` does (its ensureSearchAttributes lists them first, which this server cannot):
@@ -89,6 +89,23 @@ export function cycleEnvPerFile(): () => CycleEnv {
     if (!cycle) throw new Error('the workflow test environment did not start');
     return cycle;
   };
+}
+
+/**
+ * The SDK gives the server 5 s to answer, which a JVM on a busy machine can miss (it takes about one
+ * idle): a start that times out is tried again, twice.
+ */
+async function startTestServer(path: string): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({
+        server: { executable: { type: 'existing-path', path } },
+      });
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      process.stderr.write(`[workflow tests] the test server did not start (${(err as Error).message}); again\n`);
+    }
+  }
 }
 
 /** One run of a cycle as a test sees it. */
