@@ -93,7 +93,7 @@ export function cycleEnvPerFile(): () => CycleEnv {
 
 /**
  * The SDK gives the server 5 s to answer, which a JVM on a busy machine can miss (it takes about one
- * idle): a start that times out is tried again, twice.
+ * idle): a start that fails is tried again, twice.
  */
 async function startTestServer(path: string): Promise<TestWorkflowEnvironment> {
   for (let attempt = 1; ; attempt += 1) {
