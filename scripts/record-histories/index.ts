@@ -8,14 +8,13 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { createLogger } from '../../src/observability/logger';
 import { createWorker } from '../../src/temporal/worker';
-import type { CycleWorkflow } from '../../src/workflows';
 import {
   fixtureFileName,
   historyToFixtureJSON,
@@ -25,6 +24,7 @@ import {
 import { createMigratedDatabase } from '../stack/database';
 import { checkoutSource, type WorkerModules } from './checkout';
 import { dropTestTriggers, SCENARIOS, type Scenario } from './scenarios';
+import { runHistories } from '../../test/support/history';
 
 export interface RecordOptions {
   temporalAddress: string;
@@ -161,22 +161,6 @@ async function startRecordingWorker(
   const connection = await Connection.connect({ address: options.temporalAddress });
   cleanups.unshift(() => connection.close());
   return { client: new Client({ connection, namespace: options.namespace ?? 'default' }), taskQueue };
-}
-
-/** The histories of every run of the cycle, first to last, following continue-as-new. */
-async function runHistories(
-  client: Client,
-  handle: WorkflowHandleWithFirstExecutionRunId,
-): Promise<{ runId: string; history: History }[]> {
-  const runs: { runId: string; history: History }[] = [];
-  let runId: string | undefined = handle.firstExecutionRunId;
-  while (runId) {
-    const history: History = await client.workflow.getHandle<CycleWorkflow>(handle.workflowId, runId).fetchHistory();
-    runs.push({ runId, history });
-    const events = history.events ?? [];
-    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-  }
-  return runs;
 }
 
 /** One file per run of a recorded scenario; returns what it wrote. */

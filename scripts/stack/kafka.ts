@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureTopic } from '../../src/relay/kafka';
 import { freePort } from '../../src/observability/ports';
-import { checkJava, ensureMavenJars, javaBinary, run, tail } from './maven';
+import { checkJava as checkJavaFor, ensureMavenJars, javaBinary, pomProperty, run, tail } from './maven';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');
@@ -21,15 +21,15 @@ const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
  * The Kafka release the stack runs. Read from the `kafka.version` property of `ops/kafka/pom.xml` so
  * that the pom, which resolves the jars, stays the only place the version is written.
  */
-export const KAFKA_VERSION: string = (() => {
-  const match = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(fs.readFileSync(POM, 'utf8'));
-  if (!match) throw new Error(`${POM} has no <kafka.version> property`);
-  return match[1];
-})();
+export const KAFKA_VERSION: string = pomProperty(POM, 'kafka.version');
 
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
 const JVM_OPTS = ['-Xms128m', '-Xmx512m', '-XX:+ExitOnOutOfMemoryError', '-Djava.awt.headless=true'];
+
+const INSTALL_HINT =
+  'The Kafka broker needs Java 17+ and Maven: apt-get install openjdk-17-jre-headless maven ' +
+  '(or put java and mvn on PATH; JAVA_HOME is honoured for java)';
 
 /** One quiet client per use: kafkajs logs every refused connection at ERROR while the broker starts. */
 function client(brokers: string): Kafka {
@@ -42,17 +42,18 @@ function client(brokers: string): Kafka {
   });
 }
 
-/** The directory of every jar the broker needs ({@link ensureMavenJars} of `ops/kafka/pom.xml`). */
+const checkJava = () => checkJavaFor(INSTALL_HINT);
+
+/** The directory of every jar the broker needs, resolved by Maven into the user's cache on first use. */
 export function ensureKafkaJars(log: (line: string) => void = () => {}): Promise<string> {
-  return ensureMavenJars(
-    {
-      pom: POM,
-      cacheName: `kafka-${KAFKA_VERSION}`,
-      what: `Kafka ${KAFKA_VERSION}`,
-      mustContain: `kafka_2.13-${KAFKA_VERSION}`,
-    },
+  return ensureMavenJars({
+    pom: POM,
+    cacheName: `kafka-${KAFKA_VERSION}`,
+    what: `Kafka ${KAFKA_VERSION}`,
+    mainJarPrefix: `kafka_2.13-${KAFKA_VERSION}`,
+    installHint: INSTALL_HINT,
     log,
-  );
+  });
 }
 
 /** A running single-node Kafka cluster of the local stack. */

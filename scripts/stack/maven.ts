@@ -1,22 +1,21 @@
 /**
- * Java programs of the local stack (the Kafka broker, and any other tool Maven Central ships as jars): the
- * JDK check, and the jars of a pom resolved by Maven once into the user's cache, outside the repository.
+ * Java programs of the stack and the tests (the Kafka broker, Temporal's time-skipping test server) run
+ * from jars that Maven resolves from Maven Central once, into the user's cache, from a pom under `ops/`
+ * that only lists dependencies. This module holds what they share: finding Java, running Maven, and the
+ * cache directory with its completeness marker.
  */
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { cacheDir } from './cache';
 
-const INSTALL_HINT =
-  'The local stack needs Java 17+ and Maven: apt-get install openjdk-17-jre-headless maven ' +
-  '(or put java and mvn on PATH; JAVA_HOME is honoured for java)';
-
-/** `java` of JAVA_HOME, else the one on PATH. */
+/** `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH. */
 export function javaBinary(): string {
   return process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
 }
 
+/** How a command run by {@link run} ended, with its stdout and stderr interleaved. */
 export interface Run {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -36,60 +35,70 @@ export function run(command: string, args: string[]): Promise<Run> {
   });
 }
 
-/** The last `lines` lines of a program's output, for an error message. */
+/** The last `lines` lines of a command's output, for an error message. */
 export function tail(text: string, lines = 40): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-/** Fails with how to install them unless Java 17+ is there. */
-export async function checkJava(): Promise<void> {
+/** Throws `hint` plus what was found unless `java -version` names Java 17 or newer. */
+export async function checkJava(hint: string): Promise<void> {
   const res = await run(javaBinary(), ['-version']);
   if (res.error || res.code !== 0) {
-    throw new Error(
-      `${INSTALL_HINT}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`,
-    );
+    throw new Error(`${hint}. Running ${javaBinary()} -version failed: ${res.error?.message ?? tail(res.output, 5)}`);
   }
   // "17.0.15" and "21" name the major version first; Java 8 and older say "1.8.0_…".
   const version = /version "(\d+)(?:\.(\d+))?/.exec(res.output);
   const major = version ? (version[1] === '1' ? Number(version[2]) : Number(version[1])) : NaN;
   if (!(major >= 17)) {
-    throw new Error(`${INSTALL_HINT}. Found: ${res.output.split('\n')[0].trim()}`);
+    throw new Error(`${hint}. Found: ${res.output.split('\n')[0].trim()}`);
   }
+}
+
+/** The value of `<name>` in the pom's `<properties>`, so the pom stays the one place a version is written. */
+export function pomProperty(pom: string, name: string): string {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const match = new RegExp(`<${escaped}>\\s*([^<\\s]+)\\s*</${escaped}>`).exec(fs.readFileSync(pom, 'utf8'));
+  if (!match) throw new Error(`${pom} has no <${name}> property`);
+  return match[1];
 }
 
 /** What {@link ensureMavenJars} resolves. */
 export interface MavenJars {
-  /** The pom whose runtime dependencies are wanted. */
+  /** The pom that lists the jars (runtime scope and its dependencies). */
   pom: string;
-  /** The cache folder's name under `~/.cache/expiry-reminder`, e.g. `kafka-4.1.1`. */
+  /** The cache directory's name, with the version, e.g. `kafka-4.4.0`. */
   cacheName: string;
-  /** What it is, for the first-run line and errors: `Kafka 4.1.1`. */
+  /** What the jars are, for messages: `Kafka 4.4.0`. */
   what: string;
-  /** A jar file name prefix that must be among the copied jars, so an empty resolution is caught. */
-  mustContain: string;
+  /** The start of a jar file name that a complete copy must hold, e.g. `kafka_2.13-4.4.0`. */
+  mainJarPrefix: string;
+  /** What to install when Java or Maven is missing. */
+  installHint: string;
+  log?: (line: string) => void;
 }
 
 /**
- * The directory of every jar of `pom`, resolved by Maven into the user's cache on first use. The marker is
- * written only after a complete copy, and records the pom's digest, so an interrupted copy or an edited pom
- * means a fresh copy rather than a program that dies on a missing class. Later calls cost a file read.
+ * The directory of every jar the pom lists, resolved by Maven into the user's cache on first use.
+ * The marker is written only after a complete copy, and records the pom's digest, so an interrupted
+ * copy or an edited pom means a fresh copy rather than a program that dies on a missing class. Later
+ * calls cost a file read and start nothing.
  */
-export async function ensureMavenJars(jars: MavenJars, log: (line: string) => void = () => {}): Promise<string> {
-  const cacheRoot = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const dir = path.join(cacheRoot, 'expiry-reminder', jars.cacheName);
+export async function ensureMavenJars(jars: MavenJars): Promise<string> {
+  const { pom, what, installHint } = jars;
+  const dir = cacheDir(jars.cacheName);
   const libs = path.join(dir, 'libs');
   const marker = path.join(dir, '.complete');
-  const digest = crypto.createHash('sha256').update(fs.readFileSync(jars.pom)).digest('hex');
+  const digest = crypto.createHash('sha256').update(fs.readFileSync(pom)).digest('hex');
   const complete = () =>
     fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
   if (complete()) return libs;
 
-  await checkJava();
+  await checkJava(installHint);
   const mvn = await run('mvn', ['-v']);
   if (mvn.error || mvn.code !== 0) {
-    throw new Error(`${INSTALL_HINT}. Running mvn -v failed: ${mvn.error?.message ?? tail(mvn.output, 5)}`);
+    throw new Error(`${installHint}. Running mvn -v failed: ${mvn.error?.message ?? tail(mvn.output, 5)}`);
   }
-  log(`resolving ${jars.what} from Maven Central into ${libs} (first run only)`);
+  jars.log?.(`resolving ${what} from Maven Central into ${libs} (first run only)`);
   fs.mkdirSync(dir, { recursive: true });
   // A private directory, renamed into place, so two starts racing on a cold cache never share a half copy.
   const staging = fs.mkdtempSync(path.join(dir, 'libs-'));
@@ -98,19 +107,19 @@ export async function ensureMavenJars(jars: MavenJars, log: (line: string) => vo
       '-B',
       '-q',
       '-f',
-      jars.pom,
+      pom,
       'dependency:copy-dependencies',
       `-DoutputDirectory=${staging}`,
       '-DincludeScope=runtime',
     ]);
     if (res.error || res.code !== 0) {
       throw new Error(
-        `Maven could not resolve the ${jars.what} jars (exit ${res.code ?? res.signal}); ` +
+        `Maven could not resolve the ${what} jars (exit ${res.code ?? res.signal}); ` +
           `is Maven Central reachable?\n${tail(res.output)}`,
       );
     }
-    if (!fs.readdirSync(staging).some((f) => f.startsWith(jars.mustContain))) {
-      throw new Error(`Maven finished but copied no ${jars.mustContain}* jar into ${staging}`);
+    if (!fs.readdirSync(staging).some((f) => f.startsWith(jars.mainJarPrefix))) {
+      throw new Error(`Maven finished but copied no ${jars.mainJarPrefix} jar into ${staging}`);
     }
     // Another start won the race meanwhile, and its program may be loading classes from those jars.
     if (complete()) return libs;

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { cacheDir, writeExecutableScript } from './cache';
 
 /** The newest CLI tag that `go install` can build (later tags carry a `replace` directive). */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
@@ -71,19 +72,7 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
  * `eval "$(npm run -s stack)"` works. The launcher lives in the cache, one per binary.
  */
 export function stdoutToStderrLauncher(cliPath: string): string {
-  const dir = path.join(
-    process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
-    'expiry-reminder',
-    'launchers',
-  );
   const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}.sh`;
-  const file = path.join(dir, name);
   const script = `#!/bin/sh\nexec '${cliPath.replace(/'/g, `'\\''`)}' "$@" 1>&2\n`;
-  if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== script) {
-    fs.mkdirSync(dir, { recursive: true });
-    const tmp = `${file}.${process.pid}`;
-    fs.writeFileSync(tmp, script, { mode: 0o755 });
-    fs.renameSync(tmp, file);
-  }
-  return file;
+  return writeExecutableScript(cacheDir('launchers', name), script);
 }

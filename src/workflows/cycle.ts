@@ -183,10 +183,12 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
             owners: page.ownerIds.length,
           });
           // The next page is read while this one's owners run, unless this run will continue as new
-          // after this page (the new run reads it itself). Its failure is handled where it is awaited;
-          // the empty handler only keeps it from counting as unhandled while the owners run, which
-          // would fail the workflow task over and over instead of the cycle once.
-          if (page.hasNext && !historyNearlyFull(2)) {
+          // after this page (the new run reads it itself) or the cycle is already stopping (cancelled,
+          // or past its time limit), which would leave that page unused after a query that also stores
+          // a scan position. Its failure is handled where it is awaited; the empty handler only keeps
+          // it from counting as unhandled while the owners run, which would fail the workflow task over
+          // and over instead of the cycle once.
+          if (page.hasNext && !historyNearlyFull(2) && !stopReason()) {
             prefetched = findPage(counts.pages + 1);
             prefetched.catch(() => undefined);
           }

@@ -3,11 +3,8 @@
  * and bundles the workflow code once, so each test's worker starts in milliseconds.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { buildWorkflowBundle } from '../../src/temporal/workflow-bundle';
-import { WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { writeTestBundle } from './bundle';
 
 const READY = 'STACK_READY ';
 
@@ -34,10 +31,6 @@ export default async function globalSetup(): Promise<void> {
     (globalThis as { __stack?: ChildProcess }).__stack = child;
     Object.assign(process.env, env);
   }
-  // The bundle production ships (src/temporal/workflow-bundle.ts), built once for every test file.
-  const code = await buildWorkflowBundle(WORKFLOWS_PATH);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-bundle-'));
-  const codePath = path.join(dir, 'workflow-bundle.js');
-  fs.writeFileSync(codePath, code);
-  process.env.WORKFLOW_BUNDLE_PATH = codePath;
+  // Built once for every test file.
+  process.env.WORKFLOW_BUNDLE_PATH = await writeTestBundle();
 }

@@ -1,7 +1,6 @@
 /** Stops the stack the global setup started (closing its stdin makes it tear down and exit). */
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
+import { removeTestBundle } from './bundle';
 
 export default async function globalTeardown(): Promise<void> {
   const child = (globalThis as { __stack?: ChildProcess }).__stack;
@@ -10,6 +9,5 @@ export default async function globalTeardown(): Promise<void> {
     child.stdin?.end();
     await exited;
   }
-  const bundle = process.env.WORKFLOW_BUNDLE_PATH;
-  if (bundle) fs.rmSync(path.dirname(bundle), { recursive: true, force: true });
+  removeTestBundle(process.env.WORKFLOW_BUNDLE_PATH);
 }

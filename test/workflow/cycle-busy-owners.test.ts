@@ -1,0 +1,92 @@
+/**
+ * Owners another transaction holds ("busy"), run by the real workflow code against stub activities on
+ * Temporal's time-skipping test server: retried once the scan is done, after pauses of 1 s doubling up
+ * to 30 s, for `busyRetryWindowMs`; counted busy once, and failed if still busy at the end.
+ */
+import { defaultPayloadConverter } from '@temporalio/common';
+import {
+  counterValue,
+  cycleEnvPerFile,
+  eventNames,
+  timerSeconds,
+  withCycle,
+  type HistoryEvent,
+} from './support/cycle-env';
+import { STUB_DEFAULTS, callsOf, groups, groupsByFirstOwner, ownerId, owners } from './support/stub-activities';
+
+const cycle = cycleEnvPerFile();
+
+test('an owner found busy is retried alone once the scan is done, a second later, and counts busy once', async () => {
+  await withCycle(
+    cycle(),
+    { pages: [owners(1, 4), owners(5, 4)], owner: (id, n) => (id === ownerId(2) && n === 1 ? 'busy' : 'sent') },
+    { ownerConcurrency: 4, ownerGroupSize: 2 },
+    async ({ handle, calls, histories }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({
+          status: 'completed',
+          ownersProcessed: 8,
+          remindersSent: 8,
+          ownersBusy: 1,
+          failedOwners: 0,
+          pages: 2,
+        }),
+      );
+      // Its group first, then the owner alone, after every group and page of the scan had ended.
+      const retry = callsOf(calls, 'remindOwners').at(-1)!;
+      expect(groups([retry])).toEqual([[ownerId(2)]]);
+      const scanEnd = Math.max(
+        ...calls.filter((c) => c !== retry && c.activity !== 'pruneReminders').map((c) => c.end!),
+      );
+      expect(retry.start).toBeGreaterThan(scanEnd);
+      expect(groupsByFirstOwner(calls)).toContainEqual([ownerId(1), ownerId(2)]);
+
+      // In the history: one pause of 1 s, and the retry named for the Web UI's timeline as a retry.
+      const [{ events }] = await histories();
+      expect(timerSeconds(events)).toEqual([1]);
+      const timer = eventNames(events).indexOf('TIMER_FIRED');
+      const scheduledAfter = events.slice(timer).filter((e) => e.activityTaskScheduledEventAttributes);
+      expect(scheduledAfter.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).toEqual([
+        'remindOwners',
+        'pruneReminders',
+      ]);
+      expect(summaryOf(scheduledAfter[0])).toBe(`busy before: owner ${ownerId(2)}`);
+    },
+  );
+});
+
+test('an owner still busy when busyRetryWindowMs runs out counts failed, is logged by id, and the cycle completes', async () => {
+  await withCycle(
+    cycle(),
+    { pages: [owners(1, 2)], owner: (id) => (id === ownerId(1) ? 'busy' : 'sent') },
+    {},
+    async ({ handle, calls, metrics, logs, histories }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', ownersProcessed: 1, ownersBusy: 1, failedOwners: 1 }),
+      );
+      // 1 + 2 + 4 + 8 + 16 = 31 s of pauses; a 30 s one more would pass the 60 s window. Each pause is
+      // followed by a retry of the owner alone.
+      const [{ events }] = await histories();
+      expect(STUB_DEFAULTS.busyRetryWindowMs).toBe(60_000);
+      expect(timerSeconds(events)).toEqual([1, 2, 4, 8, 16]);
+      expect(groups(calls)).toEqual([[ownerId(1), ownerId(2)], ...Array(5).fill([ownerId(1)])]);
+      expect(result.durationMs).toBeGreaterThanOrEqual(31_000);
+
+      expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
+      expect(await counterValue(metrics, 'errors', 'owner')).toBe(1);
+      expect(
+        logs()
+          .filter((l) => l.message === 'owner failed')
+          .map((l) => [l.meta?.ownerUserId, l.meta?.error]),
+      ).toEqual([[ownerId(1), 'OwnerBusy: another transaction held the owner until the end of the cycle']]);
+    },
+  );
+});
+
+/** The summary an activity was scheduled with (user metadata: the Web UI shows it in the timeline). */
+function summaryOf(event: HistoryEvent): string | undefined {
+  const payload = event.userMetadata?.summary;
+  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
+}
