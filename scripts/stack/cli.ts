@@ -33,10 +33,14 @@ const exportLines = (env: Record<string, string>) =>
 /** Runs the stack in this process until a signal (or, with `json`, until stdin ends). */
 async function serve(mode: 'json' | 'foreground' | 'daemon'): Promise<void> {
   const stack = await startStack({ log: (line) => process.stderr.write(`[stack] ${line}\n`) });
+  // The dev server's handle does not keep Node alive: with PostgreSQL and Kafka adopted from the
+  // environment (no child processes of ours), the stack would exit right after saying it is ready.
+  const keepAlive = setInterval(() => {}, 1 << 30);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    clearInterval(keepAlive);
     await stack.stop().catch((err: Error) => process.stderr.write(`[stack] stop failed: ${err.message}\n`));
     if (mode === 'daemon' && readPid(PID_FILE) === process.pid) fs.rmSync(PID_FILE, { force: true });
     process.exit(0);
