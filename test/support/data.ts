@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import { addDays } from '../../src/domain/thresholds';
 import type { Queryable } from '../../src/db/pool';
+import type { OutboxMessage } from '../../src/db/outbox';
 
 export interface DocumentSeed {
   id?: string;
@@ -86,17 +87,10 @@ export interface EventDocument {
   daysLeft: number;
 }
 
-export interface OutboxRow {
-  id: string;
-  aggregate_type: string;
-  aggregate_id: string;
-  topic: string;
-  message_key: string;
-  event_type: string;
-  contract_version: number;
-  correlation_id: string;
+/** An outbox row as the relay reads it, with the event's payload typed. */
+export type OutboxRow = Omit<OutboxMessage, 'payload' | 'attempts' | 'trace_context'> & {
   payload: { ownerUserId: string; remindedAt: string; documents: EventDocument[] };
-}
+};
 
 /** Every outbox row, oldest first. */
 export async function outbox(db: Queryable): Promise<OutboxRow[]> {
