@@ -1,0 +1,107 @@
+/**
+ * The relay's side of PostgreSQL (issue 12): the outbox trigger notifies only for statements that wrote
+ * rows, and the relay knows when its migration is missing.
+ */
+import crypto from 'node:crypto';
+import pg from 'pg';
+import { OUTBOX_CHANNEL } from '../../src/db/outbox';
+import { createPool, withTransaction } from '../../src/db/pool';
+import { claimOwners } from '../../src/db/reminders';
+import { relaySchemaProblems } from '../../src/db/schema-check';
+import { insertDocuments } from '../support/data';
+import { relayUrlOf } from '../support/relay';
+import { createTestDatabase, type TestDatabase } from '../support/stack';
+import { waitFor } from '../support/wait';
+
+const AS_OF = '2026-09-02';
+const SENTINEL = 'relay_database_test_sentinel';
+
+let db: TestDatabase;
+let relayUrl: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase('relay-database');
+  relayUrl = relayUrlOf(db);
+});
+afterAll(async () => {
+  await db?.close();
+});
+
+/** The worker's owner statement for one owner, in its own transaction, as the `remindOwners` activity runs it. */
+function ownerStatement(ownerUserId: string) {
+  return withTransaction(db.worker, (tx) =>
+    claimOwners(tx, {
+      ownerUserIds: [ownerUserId],
+      asOfDate: AS_OF,
+      thresholdsDays: [30, 7, 1, 0],
+      retentionDays: 90,
+      asOf: `${AS_OF}T03:00:00.000Z`,
+      correlationId: `notify-test-${crypto.randomUUID()}`,
+    }),
+  );
+}
+
+describe('the outbox trigger', () => {
+  let listener: pg.Client;
+  const heard: string[] = [];
+
+  beforeAll(async () => {
+    // A real LISTEN session, as the relay's own.
+    listener = new pg.Client({ connectionString: relayUrl });
+    await listener.connect();
+    listener.on('notification', (n) => heard.push(n.channel));
+    await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    await listener.query(`LISTEN ${SENTINEL}`);
+  });
+  afterAll(() => listener?.end());
+
+  /**
+   * What the listener heard from `fn`'s transactions. A sentinel notification sent after them from the same
+   * role arrives after anything they sent (notifications are delivered in commit order), so its arrival
+   * ends the wait without guessing a delay.
+   */
+  async function heardFrom(fn: () => Promise<unknown>): Promise<string[]> {
+    heard.length = 0;
+    await fn();
+    await db.worker.query(`select pg_notify($1, '')`, [SENTINEL]);
+    await waitFor(async () => heard.includes(SENTINEL), 10_000, 20);
+    return heard.filter((c) => c !== SENTINEL);
+  }
+
+  test('an owner statement that writes no outbox row sends no notification', async () => {
+    const owner = crypto.randomUUID();
+    await insertDocuments(db.admin, AS_OF, [{ ownerUserId: owner, daysLeft: 200 }]);
+    expect(await heardFrom(async () => expect((await ownerStatement(owner))[0].won).toEqual([]))).toEqual([]);
+    expect(
+      await heardFrom(() =>
+        db.admin.query(`insert into profile.outbox_messages select * from profile.outbox_messages where false`),
+      ),
+    ).toEqual([]);
+  });
+
+  test('an owner statement that writes an outbox row sends one notification', async () => {
+    const owner = crypto.randomUUID();
+    await insertDocuments(db.admin, AS_OF, [
+      { ownerUserId: owner, daysLeft: 7 },
+      { ownerUserId: owner, daysLeft: 0 },
+    ]);
+    expect(await heardFrom(async () => expect((await ownerStatement(owner))[0].won).toHaveLength(2))).toEqual([
+      OUTBOX_CHANNEL,
+    ]);
+  });
+});
+
+test("the relay's schema check names a missing parking column", async () => {
+  const pool = createPool({ connectionString: relayUrl, max: 1 });
+  try {
+    expect(await relaySchemaProblems(pool)).toEqual([]);
+    await db.admin.query('alter table profile.outbox_messages rename column parked_at to parked_at_gone');
+    try {
+      expect(await relaySchemaProblems(pool)).toEqual([expect.stringMatching(/outbox_messages: column .*parked_at/)]);
+    } finally {
+      await db.admin.query('alter table profile.outbox_messages rename column parked_at_gone to parked_at');
+    }
+  } finally {
+    await pool.end();
+  }
+});
