@@ -7,6 +7,7 @@ import {
   type IHeaders,
   type KafkaConfig,
   type Message,
+  type PartitionMetadata,
   type SASLOptions,
 } from 'kafkajs';
 import type { Config } from '../config';
@@ -45,13 +46,14 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
  * Creates the topic when it is missing (never relying on broker auto-create) and waits until every
  * partition has a leader; a producer racing a fresh topic on KRaft otherwise fails with "This server
  * does not host this topic-partition".
+ * @returns the topic's partitions.
  */
 export async function ensureTopic(
   admin: Admin,
   topic: string,
   partitions: number,
   replicationFactor: number,
-): Promise<void> {
+): Promise<PartitionMetadata[]> {
   const existing = await admin.listTopics();
   if (!existing.includes(topic)) {
     try {
@@ -66,7 +68,7 @@ export async function ensureTopic(
   for (let i = 0; i < 100; i++) {
     const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
     const parts = topics[0]?.partitions ?? [];
-    if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return;
+    if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return parts;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`topic ${topic} has partitions without a leader after 10 s`);
