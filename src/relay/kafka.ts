@@ -5,6 +5,7 @@ import {
   logLevel as KafkaLogLevel,
   type Admin,
   type IHeaders,
+  type ISocketFactory,
   type KafkaConfig,
   type Message,
   type PartitionMetadata,
@@ -14,8 +15,15 @@ import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
 
-/** A kafkajs client from configuration, logging through pino at WARN and above. */
-export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kafka {
+/**
+ * A kafkajs client from configuration, logging through pino at WARN and above.
+ * @param client.socketFactory how the client opens its sockets (the relay's producers pass a gated one).
+ */
+export function createKafka(
+  config: Pick<Config, 'kafka'>,
+  logger?: Logger,
+  client: { socketFactory?: ISocketFactory } = {},
+): Kafka {
   const k = config.kafka;
   const log = logger?.child({ component: 'kafkajs' });
   const options: KafkaConfig = {
@@ -27,6 +35,7 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
     requestTimeout: 15_000,
     // The relay retries whole batches itself, with its own backoff and timeout.
     retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
+    ...(client.socketFactory ? { socketFactory: client.socketFactory } : {}),
     logLevel: KafkaLogLevel.WARN,
     logCreator:
       () =>

@@ -5,7 +5,7 @@
  * other key flows on (docs/DESIGN.md#relay-poison-rows).
  */
 import * as otel from '@opentelemetry/api';
-import type { Kafka } from 'kafkajs';
+import type { ISocketFactory, Kafka } from 'kafkajs';
 import pg from 'pg';
 import type { Config } from '../config';
 import { redactUrl } from '../config';
@@ -19,7 +19,7 @@ import {
   type OutboxMessage,
 } from '../db/outbox';
 import { withTransaction } from '../db/pool';
-import { toKafkaMessage } from './kafka';
+import { createKafka, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
@@ -31,6 +31,10 @@ export interface RelayDeps {
   pool: pg.Pool;
   /** Connection for LISTEN (a dedicated session, outside the pool). */
   listenUrl: string;
+  /**
+   * The admin client: the topic and its partitions. Each producer gets a client of its own, built from
+   * `config.kafka`, whose sockets the relay can shut for good (see `RelayProducer`).
+   */
   kafka: Kafka;
   config: Pick<Config, 'relay' | 'kafka'>;
   logger: Logger;
@@ -39,6 +43,8 @@ export interface RelayDeps {
   tracer?: otel.Tracer;
   /** Called after Kafka acknowledged a batch and before it is marked published (tests inject crashes here). */
   onSent?: (ids: string[]) => Promise<void> | void;
+  /** How the producers open their sockets (default TCP/TLS); tests route them through a proxy. */
+  kafkaSocketFactory?: ISocketFactory;
 }
 
 /** What one pass did; `failed` carries the error of rows released without a verdict, after it was recorded. */
@@ -169,12 +175,17 @@ export class OutboxRelay {
   }
 
   /**
-   * Sends a batch under RELAY_SEND_TIMEOUT. A batch with rows left without a verdict drops its producer:
-   * its sequence numbers can no longer be trusted.
+   * Sends a batch under RELAY_SEND_TIMEOUT. When the deadline passes the producer is abandoned on the spot
+   * (nothing more of it reaches Kafka), and any batch with rows left without a verdict winds its producer
+   * down before returning, so before the rows are released: a send given up on cannot land later,
+   * behind another relay's copy of the same rows.
    */
   private async send(rows: OutboxMessage[]): Promise<Delivery> {
     const endSpans = startPublishSpans(this.deps.tracer ?? otel.trace.getTracer('expiry-reminder-relay'), rows);
-    this.producer ??= new RelayProducer(this.deps.kafka);
+    this.producer ??= new RelayProducer(
+      (socketFactory) => createKafka(this.deps.config, this.deps.logger, { socketFactory }),
+      this.deps.kafkaSocketFactory,
+    );
     const producer = this.producer;
     const deadline = new Deadline(this.deps.config.relay.sendTimeoutMs, () => producer.abandon());
     let delivery: Delivery;
@@ -203,7 +214,9 @@ export class OutboxRelay {
   private async dropProducer(): Promise<void> {
     const producer = this.producer;
     this.producer = undefined;
-    if (producer && !(await producer.windDown())) this.log.warn('abandoned producer still winding down');
+    if (producer && !(await producer.windDown())) {
+      this.log.warn({ openSockets: producer.openSockets }, 'abandoned producer still winding down; it sends nothing');
+    }
   }
 
   private async cleanupIfDue(): Promise<void> {
