@@ -12,14 +12,22 @@ import { createRelayMetrics, startMetricsServer } from './observability/metrics'
 import { TOPIC } from './domain/names';
 import { runMain, UnavailableError } from './run-main';
 import { OutboxRelay } from './relay/outbox-relay';
+import { relaySessionLimits } from './relay/session';
 import { createTracing } from './observability/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const databaseUrl = requireDatabaseUrl(config, 'worker');
   const logger = createLogger(config.logLevel);
-  const pool = createPool({ connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' }, (err) =>
-    logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
+  // Its own idle-in-transaction limit, above the longest wait on Kafka (src/relay/session.ts), checked at start.
+  const pool = createPool(
+    {
+      connectionString: databaseUrl,
+      max: 2,
+      applicationName: 'expiry-reminder-relay',
+      session: relaySessionLimits(config),
+    },
+    (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createRelayMetrics();
   metrics.published.inc({ topic: TOPIC }, 0);

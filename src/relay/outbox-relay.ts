@@ -25,6 +25,7 @@ import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
 import { groupByPartition, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
+import { checkRelaySession } from './session';
 import { startPublishSpans } from './spans';
 
 export interface RelayDeps {
@@ -73,10 +74,12 @@ export class OutboxRelay {
   }
 
   /**
-   * Starts listening and the loop. Kafka need not be up: the topic is ensured before the first send,
-   * and a broker that is down is one more failed batch to back off from.
+   * Checks its database session, then starts listening and the loop. Kafka need not be up: the topic is
+   * ensured before the first send, and a broker that is down is one more failed batch to back off from.
+   * @throws ConfigError when PostgreSQL would end a batch waiting on Kafka (see `checkRelaySession`).
    */
   async start(): Promise<void> {
+    await checkRelaySession(this.deps.pool, this.deps.config.relay.sendTimeoutMs);
     await this.listen();
     this.loop = this.run();
   }

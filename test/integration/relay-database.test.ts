@@ -1,15 +1,18 @@
 /**
- * The relay's side of PostgreSQL (issue 12): the outbox trigger notifies only for statements that wrote
- * rows, and the relay knows when its migration is missing.
+ * The relay's side of PostgreSQL (issue 12, items 5 and 6): the outbox trigger notifies only for statements
+ * that wrote rows, the relay's sessions cannot be ended while a batch waits on Kafka, and the relay knows
+ * when its migration is missing.
  */
 import crypto from 'node:crypto';
 import pg from 'pg';
+import { ConfigError, loadConfig } from '../../src/config';
 import { OUTBOX_CHANNEL } from '../../src/db/outbox';
 import { createPool, withTransaction } from '../../src/db/pool';
 import { claimOwners } from '../../src/db/reminders';
 import { relaySchemaProblems } from '../../src/db/schema-check';
+import { relaySessionLimits } from '../../src/relay/session';
 import { insertDocuments } from '../support/data';
-import { relayUrlOf } from '../support/relay';
+import { relayUrlOf, stackBrokers, testRelay } from '../support/relay';
 import { createTestDatabase, type TestDatabase } from '../support/stack';
 import { waitFor } from '../support/wait';
 
@@ -88,6 +91,44 @@ describe('the outbox trigger', () => {
     expect(await heardFrom(async () => expect((await ownerStatement(owner))[0].won).toHaveLength(2))).toEqual([
       OUTBOX_CHANNEL,
     ]);
+  });
+});
+
+describe("the relay's sessions", () => {
+  test('the relay pool sets its own idle-in-transaction limit: the send timeout, 5 s to wind down, 10 s margin', async () => {
+    const config = loadConfig({ DATABASE_URL: relayUrl, RELAY_SEND_TIMEOUT: '20s' });
+    const pool = createPool({ connectionString: relayUrl, max: 1, session: relaySessionLimits(config) });
+    try {
+      const { rows } = await pool.query(
+        `select setting from pg_settings where name = 'idle_in_transaction_session_timeout'`,
+      );
+      expect(rows[0].setting).toBe('35000');
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test('a relay whose sessions would be ended while it waits on Kafka refuses to start, naming RELAY_SEND_TIMEOUT', async () => {
+    // What a pooler that drops the relay's own setting, with a role setting of 20 s, would leave.
+    const pool = createPool({
+      connectionString: relayUrl,
+      max: 1,
+      session: { statementTimeoutMs: 0, idleInTransactionTimeoutMs: 20_000, tcpKeepaliveIdleMs: 0 },
+    });
+    const relay = testRelay({ pool, url: relayUrl, brokers: stackBrokers(), env: { RELAY_SEND_TIMEOUT: '30s' } });
+    try {
+      const refused = await relay.start().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(ConfigError);
+      expect((refused as Error).message).toMatch(
+        /RELAY_SEND_TIMEOUT=30000ms: .* idle for 20000ms .* up to 35000ms .* at least 45000ms, or 0/,
+      );
+    } finally {
+      await relay.stop();
+      await pool.end();
+    }
   });
 });
 
