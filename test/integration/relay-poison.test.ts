@@ -29,6 +29,10 @@ const newRelay = (env: Record<string, string> = {}) =>
 
 /** `npm run client -- …args` in-process, as the relay's role; resolves with its JSON, rejects with its error. */
 async function client(...args: string[]): Promise<Record<string, unknown>> {
+  return clientAs(relayUrl, ...args);
+}
+
+async function clientAs(url: string, ...args: string[]): Promise<Record<string, unknown>> {
   const out: string[] = [];
   const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
     out.push(String(chunk));
@@ -36,7 +40,7 @@ async function client(...args: string[]): Promise<Record<string, unknown>> {
   });
   const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
   try {
-    await buildProgram(() => loadConfig({ DATABASE_URL: relayUrl })).parseAsync(['node', 'client', ...args]);
+    await buildProgram(() => loadConfig({ DATABASE_URL: url })).parseAsync(['node', 'client', ...args]);
   } finally {
     spy.mockRestore();
     errSpy.mockRestore();
@@ -259,4 +263,11 @@ test('two relays and a refused row keep order per key: the parked key stops at t
   expect(ours).toHaveLength(rows.length);
   const byKey = seqsByKey(ours);
   for (const key of keys) expect(byKey.get(key)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+test("outbox commands say which role they need when run with the worker's connection", async () => {
+  await expect(clientAs(db.workerUrl, 'outbox', 'parked')).rejects.toThrow(
+    /permission denied .*outbox commands connect as the relay; set DATABASE_URL to the outbox_relay role's connection/,
+  );
+  await expect(clientAs(db.workerUrl, 'outbox', 'retry', '--all')).rejects.toThrow(/outbox_relay role's connection/);
 });
