@@ -1,11 +1,12 @@
 /**
- * One batch's way to Kafka (docs/DESIGN.md#relay-poison-rows). Each partition's rows go in one produce
- * request, all partitions at once, so every verdict of Kafka's is a verdict on a known set of rows: a
- * request is appended whole or refused whole. A request refused for its content (a row too large or
- * invalid) is split in halves, the first half first, until the refused row is alone: the rows around it
+ * One batch's way to Kafka (docs/DESIGN.md#relay-poison-rows). The rows of each leader broker go in one
+ * produce request, all brokers at once, as kafkajs would send them. Kafka answers a request per
+ * partition, so when it refuses a request for its content (a row too large or invalid), each partition
+ * is sent again on its own (the broker recognises what it appended already), and a partition refused on
+ * its own is split in halves, the first half first, until the refused row is alone: the rows around it
  * are published, the row is recorded as rejected, and the later rows of its key wait for a later batch,
- * so order per key holds. A failure without a verdict (Kafka unreachable, the deadline) ends that
- * partition's delivery; its rows not yet acknowledged are released as failed.
+ * so order per key holds. A failure without a verdict (Kafka unreachable, the deadline) releases the rows
+ * of that request, or of that partition, not yet acknowledged, as failed.
  */
 import type { OutboxMessage } from '../db/outbox';
 import type { PartitionGroup } from './partitions';
@@ -76,49 +77,94 @@ export interface Delivery {
   error?: Error;
 }
 
-/** Sends one group's rows in one produce request; resolves once Kafka acknowledged them all. */
-export type SendGroup = (group: PartitionGroup) => Promise<void>;
+/** Partition groups whose partitions have one leader broker: they go in one produce request. */
+export interface LeaderGroup {
+  leader: number;
+  groups: PartitionGroup[];
+}
 
-/** Delivers every group at once, each under `deadline`, and says what became of each row. */
+/** Sends groups that share `leader` in one produce request; resolves once Kafka acknowledged them all. */
+export type SendGroups = (groups: readonly PartitionGroup[], leader: number) => Promise<void>;
+
+/** Delivers every leader's request at once, each under `deadline`, and says what became of each row. */
 export async function deliver(
-  groups: readonly PartitionGroup[],
-  send: SendGroup,
+  leaders: readonly LeaderGroup[],
+  send: SendGroups,
   deadline: Deadline,
 ): Promise<Delivery> {
   const out: Delivery = { published: [], rejected: [], failed: [] };
-  await Promise.all(groups.map((group) => deliverGroup(group, send, deadline, out)));
+  await Promise.all(leaders.map((leader) => deliverLeader(leader, send, deadline, out)));
   return out;
 }
 
-async function deliverGroup(group: PartitionGroup, send: SendGroup, deadline: Deadline, out: Delivery): Promise<void> {
+async function deliverLeader(
+  { leader, groups }: LeaderGroup,
+  send: SendGroups,
+  deadline: Deadline,
+  out: Delivery,
+): Promise<void> {
+  let refusal: Error | undefined;
+  try {
+    await deadline.race(send(groups, leader));
+    for (const group of groups) out.published.push(...group.rows);
+    return;
+  } catch (err) {
+    refusal = contentRefusal(err);
+    if (!refusal) {
+      out.error ??= err as Error;
+      for (const group of groups) out.failed.push(...group.rows);
+      return;
+    }
+  }
+  // Refused for the content of one partition (or more). Kafka answered per partition and may have
+  // appended the others; each partition is sent again unchanged (RelayProducer.send says why that is
+  // safe), and every one must go again, or the producer's sequence numbers would be off. A partition that
+  // was the request's only one was refused already: it is split at once.
+  const alone = groups.length === 1 ? refusal : undefined;
+  await Promise.all(groups.map((group) => deliverPartition(group, leader, alone, send, deadline, out)));
+}
+
+async function deliverPartition(
+  group: PartitionGroup,
+  leader: number,
+  refused: Error | undefined,
+  send: SendGroups,
+  deadline: Deadline,
+  out: Delivery,
+): Promise<void> {
   const done = new Set<OutboxMessage>();
   // Keys with a row refused in this batch: their later rows must not overtake it.
   const held = new Set<string>();
+  const refusedAlone = (row: OutboxMessage, refusal: Error) => {
+    done.add(row);
+    held.add(row.message_key);
+    out.rejected.push({ row, error: refusal.message });
+  };
+  // Refused whole, so nothing of it was appended: halve it, in order, until the refused row is alone.
+  const halve = async (rows: OutboxMessage[]) => {
+    const half = Math.ceil(rows.length / 2);
+    await attempt(rows.slice(0, half));
+    await attempt(rows.slice(half));
+  };
   const attempt = async (rows: OutboxMessage[]): Promise<void> => {
     const ready = rows.filter((r) => !held.has(r.message_key));
     if (ready.length === 0) return;
     try {
-      await deadline.race(send({ ...group, rows: ready }));
+      await deadline.race(send([{ ...group, rows: ready }], leader));
       for (const row of ready) done.add(row);
       out.published.push(...ready);
       return;
     } catch (err) {
       const refusal = contentRefusal(err);
       if (!refusal) throw err;
-      if (ready.length === 1) {
-        done.add(ready[0]);
-        held.add(ready[0].message_key);
-        out.rejected.push({ row: ready[0], error: refusal.message });
-        return;
-      }
+      if (ready.length === 1) return refusedAlone(ready[0], refusal);
     }
-    // Refused whole, so nothing of it was appended: halve it, in order, until the refused row is alone.
-    const half = Math.ceil(ready.length / 2);
-    await attempt(ready.slice(0, half));
-    await attempt(ready.slice(half));
+    await halve(ready);
   };
   try {
-    await attempt(group.rows);
+    if (refused && group.rows.length === 1) refusedAlone(group.rows[0], refused);
+    else if (refused) await halve(group.rows);
+    else await attempt(group.rows);
   } catch (err) {
     out.error ??= err as Error;
     out.failed.push(...group.rows.filter((r) => !done.has(r) && !held.has(r.message_key)));

@@ -23,7 +23,7 @@ import { createKafka, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
-import { groupByPartition, TopicPartitions } from './partitions';
+import { groupByLeader, groupByPartition, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
 import { startPublishSpans } from './spans';
@@ -195,8 +195,12 @@ export class OutboxRelay {
     try {
       const partitions = await deadline.race(this.partitions.of(rows.map((r) => r.topic)));
       delivery = await deliver(
-        groupByPartition(rows, partitions),
-        (group) => producer.send(group.topic, group.partition, group.rows.map(toKafkaMessage)),
+        groupByLeader(groupByPartition(rows, partitions), partitions),
+        (groups, leader) =>
+          producer.send(
+            groups.map((g) => ({ topic: g.topic, partition: g.partition, messages: g.rows.map(toKafkaMessage) })),
+            leader,
+          ),
         deadline,
       );
     } catch (err) {

@@ -1,11 +1,12 @@
 /**
- * Which partition each outbox row goes to, decided by the relay itself so that each produce request
- * carries one partition's rows (docs/DESIGN.md#relay-poison-rows). The choice is kafkajs's default
- * partitioner (murmur2 of the key, as the Java client), so a key lands where any other producer puts it.
+ * Which partition, and which broker, each outbox row goes to, decided by the relay itself so that it knows
+ * what each produce request carries (docs/DESIGN.md#relay-poison-rows). The partition is kafkajs's default
+ * partitioner's (murmur2 of the key, as the Java client), so a key lands where any other producer puts it.
  */
 import { Partitioners, type Kafka, type PartitionMetadata } from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
+import type { LeaderGroup } from './deliver';
 import { TOPIC } from '../domain/names';
 import { ensureTopic } from './kafka';
 
@@ -89,4 +90,22 @@ export function groupByPartition(
     groups.set(id, group);
   }
   return [...groups.values()];
+}
+
+/**
+ * Groups partition groups by the broker that leads their partition, as read with the admin client. kafkajs
+ * sends one request per broker; the relay sends one per leader group, so it knows what each request held.
+ */
+export function groupByLeader(
+  groups: readonly PartitionGroup[],
+  partitions: ReadonlyMap<string, PartitionMetadata[]>,
+): LeaderGroup[] {
+  const leaders = new Map<number, LeaderGroup>();
+  for (const group of groups) {
+    const leader = partitions.get(group.topic)?.find((p) => p.partitionId === group.partition)?.leader ?? -1;
+    const entry = leaders.get(leader) ?? { leader, groups: [] };
+    entry.groups.push(group);
+    leaders.set(leader, entry);
+  }
+  return [...leaders.values()];
 }

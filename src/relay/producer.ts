@@ -72,23 +72,33 @@ class SocketGate {
   }
 }
 
-/**
- * Partitions are spread over this many kafkajs producers, each with its own connections. One producer
- * sends one request at a time per broker (its order guarantee), and each request now carries a single
- * partition; lanes let a batch's requests to one broker run side by side, as kafkajs's one request per
- * broker did before (measured: 3 partitions on one broker, 2.5 ms per batch with lanes, 5.3 ms without).
- */
-const MAX_LANES = 4;
+/** Messages for one topic partition, and where they must go. */
+export interface PartitionMessages {
+  topic: string;
+  partition: number;
+  messages: Message[];
+}
 
 /**
- * The relay's idempotent producers, sharing one client and its gate; abandoned together, and for good,
- * after a send without a verdict. A partition always goes through the same lane, so its order holds.
+ * A send whose partitions kafkajs found on other brokers than the relay expected (leadership moved):
+ * kafkajs split it into several requests, so a refusal of one says nothing about the others. No verdict.
  */
+export class LeaderMovedError extends Error {
+  constructor(readonly refusal: unknown) {
+    super(`a partition of the request moved to another broker: ${(refusal as Error)?.message ?? refusal}`);
+    this.name = 'LeaderMovedError';
+  }
+}
+
+/** The relay's idempotent producer and its gate; abandoned for good after a send without a verdict. */
 export class RelayProducer {
   private readonly gate: SocketGate;
-  private readonly client: Kafka;
-  private readonly lanes = new Map<number, Promise<Producer>>();
+  private readonly producer: Producer;
   private readonly inFlight = new Set<Promise<unknown>>();
+  private connecting: Promise<void> | undefined;
+  /** The broker each message of a send in flight was grouped for, and the messages kafkajs sent elsewhere. */
+  private readonly expectedLeader = new WeakMap<Message, number>();
+  private readonly strays = new WeakSet<Message>();
 
   /**
    * @param createClient builds the client from a socket factory (`createKafka` with the relay's settings).
@@ -98,35 +108,25 @@ export class RelayProducer {
     createClient: (socketFactory: ISocketFactory) => Kafka,
     baseSocketFactory: ISocketFactory = plainSocketFactory,
   ) {
-    this.gate = new SocketGate(baseSocketFactory);
-    this.client = createClient(this.gate.factory);
-  }
-
-  /** The lane's producer, connected on first use. */
-  private lane(partition: number): Promise<Producer> {
-    const index = partition % MAX_LANES;
-    let lane = this.lanes.get(index);
-    if (!lane) {
-      const gate = this.gate;
-      const byPartition = Partitioners.DefaultPartitioner();
-      const producer = this.client.producer({
-        idempotent: true,
-        // One request in flight per broker keeps each partition's order.
-        maxInFlightRequests: 1,
-        allowAutoTopicCreation: false,
-        // Every message names its partition. kafkajs asks the partitioner again on each retry of a send,
-        // before it builds the request: an abandoned producer's retries end there, without a request.
-        createPartitioner: () => (args) => {
-          if (gate.closed) throw new KafkaJSNonRetriableError(new ProducerAbandonedError());
-          return byPartition(args);
-        },
-      });
-      lane = this.track(producer.connect()).then(() => producer);
-      // A lane that failed to connect is tried afresh by the next send (unless abandoned meanwhile).
-      lane.catch(() => this.lanes.delete(index));
-      this.lanes.set(index, lane);
-    }
-    return lane;
+    const gate = new SocketGate(baseSocketFactory);
+    this.gate = gate;
+    const byPartition = Partitioners.DefaultPartitioner();
+    this.producer = createClient(gate.factory).producer({
+      idempotent: true,
+      // One request in flight per broker keeps each partition's order.
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      // Every message names its partition. kafkajs calls the partitioner on every attempt of a send, with
+      // the metadata it then groups requests by, before it builds them: an abandoned producer's retries end
+      // here without a request, and a message whose partition kafkajs sees on another broker is noted.
+      createPartitioner: () => (args) => {
+        if (gate.closed) throw new KafkaJSNonRetriableError(new ProducerAbandonedError());
+        const partition = byPartition(args);
+        const leader = args.partitionMetadata.find((p) => p.partitionId === partition)?.leader;
+        if (leader !== this.expectedLeader.get(args.message)) this.strays.add(args.message);
+        return partition;
+      },
+    });
   }
 
   /** True once abandoned: it sends nothing any more. */
@@ -140,18 +140,42 @@ export class RelayProducer {
   }
 
   /**
-   * Sends `messages` to one partition in one produce request, so Kafka's answer is the answer for exactly
-   * these messages: appended all together, or none of them. Connects on first use.
+   * Sends partitions that all have `leader` as their leader, in one produce request, and resolves once Kafka
+   * acknowledged all of them. Kafka answers such a request per partition: when it refuses one partition it
+   * may have appended the others, and kafkajs, which throws for the whole request, then rolls back the
+   * sequence numbers of all of them. Re-sending each partition's messages unchanged with this producer is
+   * therefore safe: the broker recognises what it already appended and answers without appending it again.
+   * Connects on first use.
+   * @throws LeaderMovedError, instead of Kafka's error, when a partition turned out to lead elsewhere:
+   *   kafkajs then split the send into several requests, and the rule above does not hold.
    */
-  async send(topic: string, partition: number, messages: Message[]): Promise<void> {
+  async send(parts: readonly PartitionMessages[], leader: number): Promise<void> {
     if (this.gate.closed) throw new ProducerAbandonedError();
-    const producer = await this.lane(partition);
-    await this.track(
-      producer.sendBatch({
-        acks: -1,
-        topicMessages: [{ topic, messages: messages.map((m) => ({ ...m, partition })) }],
-      }),
-    );
+    this.connecting ??= this.track(this.producer.connect());
+    await this.connecting;
+    const byTopic = new Map<string, Message[]>();
+    const all: Message[] = [];
+    for (const { topic, partition, messages } of parts) {
+      const list = byTopic.get(topic) ?? [];
+      for (const m of messages) {
+        const message = { ...m, partition };
+        this.expectedLeader.set(message, leader);
+        list.push(message);
+        all.push(message);
+      }
+      byTopic.set(topic, list);
+    }
+    try {
+      await this.track(
+        this.producer.sendBatch({
+          acks: -1,
+          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+        }),
+      );
+    } catch (err) {
+      if (all.some((m) => this.strays.has(m))) throw new LeaderMovedError(err);
+      throw err;
+    }
   }
 
   /**
@@ -171,21 +195,14 @@ export class RelayProducer {
     this.abandon();
     const until = Date.now() + graceMs;
     const settled = await settleWithin(Promise.allSettled([...this.inFlight]), graceMs);
-    const disconnected = await settleWithin(this.disconnect(), Math.max(0, until - Date.now()));
+    const disconnected = await settleWithin(this.producer.disconnect(), Math.max(0, until - Date.now()));
     return settled && disconnected && this.inFlight.size === 0 && this.gate.openSockets === 0;
   }
 
   /** A clean stop with nothing in flight: disconnects, then closes the gate. */
   async close(): Promise<void> {
-    await settleWithin(this.disconnect(), WIND_DOWN_MS);
+    await settleWithin(this.producer.disconnect(), WIND_DOWN_MS);
     this.gate.close();
-  }
-
-  /** Disconnects every lane that connected; a lane that never did has nothing to close. */
-  private async disconnect(): Promise<void> {
-    const lanes = [...this.lanes.values()];
-    this.lanes.clear();
-    await Promise.all(lanes.map((lane) => lane.then((p) => p.disconnect()).catch(() => {})));
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {

@@ -92,9 +92,10 @@ afterAll(async () => {
 beforeEach(() => resetData(db));
 
 test('the broker answers a produce request per partition: a too-large message fails its partition, the others are appended', async () => {
-  // The fact the relay's design rests on (../shared/NOTES.md), checked on this broker: kafkajs throws
+  // The fact the relay's design rests on, checked on this broker: kafkajs throws
   // for the whole request, yet Kafka appended the other partitions, so retrying the request whole would
-  // publish them twice. Hence one request per partition.
+  // publish them twice; the relay sends each partition again on its own instead, which the broker
+  // recognises (next tests).
   const run = crypto.randomUUID();
   const kafka = new Kafka({ clientId: 'poison-test', brokers: stackBrokers().split(','), logLevel: logLevel.NOTHING });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
@@ -189,7 +190,7 @@ test('a too-large row is parked after RELAY_MAX_ATTEMPTS while every other key i
   expect(seqsByKey(ours).get(parkedKey)).toEqual([1, 2]);
 });
 
-test('a partly failed batch publishes nothing twice: the refused partition is split, the others are marked published at once', async () => {
+test('a partly failed batch publishes nothing twice: the other partitions, sent again on their own, are not appended again, the refused one is split', async () => {
   const batch = crypto.randomUUID();
   // One batch across all three partitions; the refused row sits in the middle of partition 0's rows.
   const [p0a, p0poison, p0b, p0c] = keysOn(0, 4);
