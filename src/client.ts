@@ -10,6 +10,7 @@ import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
 import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './domain/names';
 import { listCycles, previewCycleCommand } from './operations/cycles';
+import { listParkedCommand, retryParkedCommand } from './operations/outbox';
 import { resultWithProgress } from './operations/progress';
 import {
   applySchedule,
@@ -62,6 +63,13 @@ function wholeNumber(min: number, max: number): (value: string) => number {
       throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
     return n;
   };
+}
+
+function uuid(value: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new InvalidArgumentError('expected an outbox row id (a UUID, as `outbox parked` lists them)');
+  }
+  return value.toLowerCase();
 }
 
 function nonEmpty(value: string): string {
@@ -254,6 +262,28 @@ export function buildProgram(config: () => Config): Command {
     .action(async (opts: { limit: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => listCycles(c, { taskQueue: cfg.temporal.taskQueue, limit: opts.limit })));
+    });
+
+  const outbox = program
+    .command('outbox')
+    .description(
+      'parked outbox rows: refused by Kafka RELAY_MAX_ATTEMPTS times (as the relay, DATABASE_URL of outbox_relay)',
+    );
+  outbox
+    .command('parked')
+    .description('list parked rows, oldest first: id, key, attempts, refusals, last error (never the payload)')
+    .option('--limit <n>', 'how many (1-10000)', wholeNumber(1, 10_000), 100)
+    .action(async (opts: { limit: number }) => {
+      print(await listParkedCommand(config(), opts));
+    });
+  outbox
+    .command('retry')
+    .description('un-park rows so the relay tries them again (fix the cause first, or they are parked again)')
+    .argument('[id]', 'the parked row to retry', uuid)
+    .option('--all', 'every parked row')
+    .action(async (id: string | undefined, opts: { all?: boolean }, cmd: Command) => {
+      if (Boolean(id) === Boolean(opts.all)) cmd.error('error: give either a row id or --all');
+      print(await retryParkedCommand(config(), id ? { id } : { all: true }));
     });
 
   return program;

@@ -43,6 +43,8 @@ export interface Config {
     pollIntervalMs: number;
     sendTimeoutMs: number;
     maxBackoffMs: number;
+    /** A row Kafka refused on its own this many times is parked (docs/DESIGN.md#relay-poison-rows). */
+    maxAttempts: number;
     retentionMs: number;
     cleanupIntervalMs: number;
   };
@@ -209,6 +211,7 @@ const schema = z.object({
   RELAY_POLL_INTERVAL: durationText('5s').default(5_000),
   RELAY_SEND_TIMEOUT: durationText('30s').default(30_000),
   RELAY_MAX_BACKOFF: durationText('30s').default(30_000),
+  RELAY_MAX_ATTEMPTS: wholeNumber(1, 1000).default(10),
   OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
   RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
   METRICS_PORT: wholeNumber(0, 65_535).default(9464),
@@ -341,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollIntervalMs: v.RELAY_POLL_INTERVAL,
       sendTimeoutMs: v.RELAY_SEND_TIMEOUT,
       maxBackoffMs: v.RELAY_MAX_BACKOFF,
+      maxAttempts: v.RELAY_MAX_ATTEMPTS,
       retentionMs: v.OUTBOX_RETENTION,
       cleanupIntervalMs: v.RELAY_CLEANUP_INTERVAL,
     },

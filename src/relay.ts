@@ -5,24 +5,34 @@
 import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
 import { outboxBacklog } from './db/outbox';
 import { createPool } from './db/pool';
+import { relaySchemaProblems } from './db/schema-check';
 import { createKafka } from './relay/kafka';
 import { createLogger } from './observability/logger';
 import { createRelayMetrics, startMetricsServer } from './observability/metrics';
 import { TOPIC } from './domain/names';
-import { runMain } from './run-main';
+import { runMain, UnavailableError } from './run-main';
 import { OutboxRelay } from './relay/outbox-relay';
+import { relaySessionLimits } from './relay/session';
 import { createTracing } from './observability/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const databaseUrl = requireDatabaseUrl(config, 'worker');
   const logger = createLogger(config.logLevel);
-  const pool = createPool({ connectionString: databaseUrl, max: 2, applicationName: 'expiry-reminder-relay' }, (err) =>
-    logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
+  // Its own idle-in-transaction limit, above the longest wait on Kafka (src/relay/session.ts), checked at start.
+  const pool = createPool(
+    {
+      connectionString: databaseUrl,
+      max: 2,
+      applicationName: 'expiry-reminder-relay',
+      session: relaySessionLimits(config),
+    },
+    (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );
   const metrics = createRelayMetrics();
   metrics.published.inc({ topic: TOPIC }, 0);
   metrics.failures.inc({ topic: TOPIC }, 0);
+  metrics.rejected.inc({ topic: TOPIC }, 0);
   const tracing = createTracing({
     serviceName: config.tracing.serviceName ?? 'expiry-reminder-relay',
     otlpEndpoint: config.tracing.otlpEndpoint,
@@ -44,6 +54,7 @@ async function main(): Promise<void> {
         beforeScrape: async () => {
           const backlog = await outboxBacklog(pool);
           metrics.backlog.set(backlog.count);
+          metrics.parked.set(backlog.parked);
           metrics.oldestAge.set(backlog.oldestAgeSeconds);
         },
       })
@@ -54,10 +65,21 @@ async function main(): Promise<void> {
     process.once('SIGTERM', resolve);
   });
   try {
+    const schemaProblems = await relaySchemaProblems(pool);
+    if (schemaProblems.length > 0) {
+      throw new UnavailableError(
+        `The outbox is not what this relay needs (run npm run migrate):\n${schemaProblems.map((p) => `  - ${p}`).join('\n')}`,
+      );
+    }
     const backlog = await outboxBacklog(pool);
     await relay.start();
     logger.info(
-      { brokers: config.kafka.brokers, backlog: backlog.count, oldestAgeSeconds: backlog.oldestAgeSeconds },
+      {
+        brokers: config.kafka.brokers,
+        backlog: backlog.count,
+        parked: backlog.parked,
+        oldestAgeSeconds: backlog.oldestAgeSeconds,
+      },
       'relay started',
     );
     const signal = await stopSignal;

@@ -4,6 +4,9 @@ import type { Queryable } from './pool';
 /** The channel the outbox trigger notifies on commit. */
 export const OUTBOX_CHANNEL = 'profile_outbox_messages';
 
+/** Keys with a parked row; a hashed subplan over `ix_outbox_messages_parked`, empty on a healthy day. */
+const PARKED_KEYS_SQL = `select message_key from profile.outbox_messages where published_at is null and parked_at is not null`;
+
 export interface OutboxMessage {
   id: string;
   aggregate_type: string;
@@ -21,7 +24,8 @@ export interface OutboxMessage {
 
 /**
  * Locks up to `limit` unpublished rows, oldest first, for the calling transaction, skipping rows another
- * relay holds (`SKIP LOCKED`).
+ * relay holds (`SKIP LOCKED`) and the rows of keys with a parked row (docs/DESIGN.md#relay-poison-rows):
+ * those wait behind it, and leaving them out before the limit keeps them from filling every batch.
  *
  * A row is left out when an earlier unpublished row of the same key is not in this batch (another relay
  * holds it, or it lies past the limit): so two relays never have rows of one key in flight at once, and
@@ -34,6 +38,8 @@ export async function claimUnpublished(db: Queryable, limit: number): Promise<Ou
        select id, message_key, created_at
          from profile.outbox_messages
         where published_at is null
+          and parked_at is null
+          and message_key not in (${PARKED_KEYS_SQL})
         order by created_at, id
         limit $1
           for update skip locked
@@ -74,6 +80,37 @@ export async function markFailed(db: Queryable, ids: readonly string[], error: s
   );
 }
 
+/** A row Kafka refused when it was sent on its own, and why. */
+export interface Rejection {
+  id: string;
+  error: string;
+}
+
+/**
+ * Records refusals of rows sent on their own: `attempts` and `rejections` grow, the refusal becomes
+ * `last_error`, and a row refused `maxRejections` times is parked (the claim leaves it and its key alone).
+ * @returns the ids this call parked.
+ */
+export async function markRejected(
+  db: Queryable,
+  rejections: readonly Rejection[],
+  maxRejections: number,
+): Promise<string[]> {
+  if (rejections.length === 0) return [];
+  const { rows } = await db.query<{ id: string; parked: boolean }>(
+    `update profile.outbox_messages o
+        set attempts = o.attempts + 1,
+            rejections = o.rejections + 1,
+            last_error = left(r.error, 2000),
+            parked_at = case when o.rejections + 1 >= $3 then now() end
+       from unnest($1::uuid[], $2::text[]) as r(id, error)
+      where o.id = r.id
+     returning o.id, o.parked_at is not null as parked`,
+    [rejections.map((r) => r.id), rejections.map((r) => r.error), maxRejections],
+  );
+  return rows.filter((r) => r.parked).map((r) => r.id);
+}
+
 /** Deletes up to `limit` rows published before `olderThanSeconds` ago; returns how many. */
 export async function deletePublished(db: Queryable, olderThanSeconds: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
@@ -86,12 +123,27 @@ export async function deletePublished(db: Queryable, olderThanSeconds: number, l
   return rowCount ?? 0;
 }
 
-/** Unpublished rows and the age of the oldest, for progress lines and metrics. */
-export async function outboxBacklog(db: Queryable): Promise<{ count: number; oldestAgeSeconds: number }> {
-  const { rows } = await db.query<{ count: number; oldest: number | null }>(
-    `select count(*)::int as count,
-            extract(epoch from now() - min(created_at))::float8 as oldest
+/** What the relay's gauges show; see {@link outboxBacklog}. */
+export interface OutboxBacklog {
+  /** Unpublished rows that are not parked (those waiting behind a parked row included). */
+  count: number;
+  /** Parked rows: refused by Kafka `RELAY_MAX_ATTEMPTS` times, left until `outbox retry`. */
+  parked: number;
+  /**
+   * Age of the oldest row the relay could publish now: neither parked nor behind a parked row of its key,
+   * so the lag measures the relay, and a parked row raises its own alert instead of this one.
+   */
+  oldestAgeSeconds: number;
+}
+
+/** Backlog, parked rows and lag in one pass over the unpublished rows, for progress lines and metrics. */
+export async function outboxBacklog(db: Queryable): Promise<OutboxBacklog> {
+  const { rows } = await db.query<{ count: number; parked: number; oldest: number | null }>(
+    `select count(*) filter (where parked_at is null)::int as count,
+            count(*) filter (where parked_at is not null)::int as parked,
+            extract(epoch from now() - min(created_at) filter (
+              where parked_at is null and message_key not in (${PARKED_KEYS_SQL})))::float8 as oldest
        from profile.outbox_messages where published_at is null`,
   );
-  return { count: rows[0].count, oldestAgeSeconds: rows[0].oldest ?? 0 };
+  return { count: rows[0].count, parked: rows[0].parked, oldestAgeSeconds: rows[0].oldest ?? 0 };
 }

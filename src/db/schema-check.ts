@@ -51,3 +51,21 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
   }
   return problems;
 }
+
+/** Every column of the outbox the relay reads or writes, migration 009's parking columns included. */
+const RELAY_COLUMNS =
+  'id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, ' +
+  'created_at, published_at, attempts, last_error, trace_context, parked_at, rejections';
+
+/**
+ * Problems with the outbox as the relay's role sees it; empty when the relay can run. A relay started before
+ * its migration would otherwise fail every batch with "column does not exist" and back off forever.
+ */
+export async function relaySchemaProblems(db: Queryable): Promise<string[]> {
+  try {
+    await db.query(`select ${RELAY_COLUMNS} from profile.outbox_messages limit 0`);
+    return [];
+  } catch (err) {
+    return [`profile.outbox_messages: ${(err as Error).message}`];
+  }
+}

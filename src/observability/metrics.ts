@@ -94,14 +94,25 @@ export function createRelayMetrics(registry = new client.Registry()) {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    rejected: new client.Counter({
+      name: 'profile_outbox_relay_rejected_total',
+      help: 'Rows Kafka refused when sent on their own (too large, invalid); parked at RELAY_MAX_ATTEMPTS.',
+      labelNames: ['topic'],
+      registers: [registry],
+    }),
     backlog: new client.Gauge({
       name: 'profile_outbox_backlog_messages',
-      help: 'Unpublished outbox rows.',
+      help: 'Unpublished outbox rows, parked ones not counted (those waiting behind one are).',
+      registers: [registry],
+    }),
+    parked: new client.Gauge({
+      name: 'profile_outbox_parked_messages',
+      help: 'Parked outbox rows: refused by Kafka RELAY_MAX_ATTEMPTS times, left with their key until outbox retry.',
       registers: [registry],
     }),
     oldestAge: new client.Gauge({
       name: 'profile_outbox_oldest_unpublished_age_seconds',
-      help: 'Age of the oldest unpublished outbox row, 0 when none: the outbox lag.',
+      help: 'Age of the oldest unpublished row the relay could publish now (not parked, not behind a parked row of its key), 0 when none: the outbox lag.',
       registers: [registry],
     }),
   };

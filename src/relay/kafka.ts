@@ -5,16 +5,25 @@ import {
   logLevel as KafkaLogLevel,
   type Admin,
   type IHeaders,
+  type ISocketFactory,
   type KafkaConfig,
   type Message,
+  type PartitionMetadata,
   type SASLOptions,
 } from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
 
-/** A kafkajs client from configuration, logging through pino at WARN and above. */
-export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kafka {
+/**
+ * A kafkajs client from configuration, logging through pino at WARN and above.
+ * @param client.socketFactory how the client opens its sockets (the relay's producers pass a gated one).
+ */
+export function createKafka(
+  config: Pick<Config, 'kafka'>,
+  logger?: Logger,
+  client: { socketFactory?: ISocketFactory } = {},
+): Kafka {
   const k = config.kafka;
   const log = logger?.child({ component: 'kafkajs' });
   const options: KafkaConfig = {
@@ -26,6 +35,7 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
     requestTimeout: 15_000,
     // The relay retries whole batches itself, with its own backoff and timeout.
     retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
+    ...(client.socketFactory ? { socketFactory: client.socketFactory } : {}),
     logLevel: KafkaLogLevel.WARN,
     logCreator:
       () =>
@@ -45,13 +55,14 @@ export function createKafka(config: Pick<Config, 'kafka'>, logger?: Logger): Kaf
  * Creates the topic when it is missing (never relying on broker auto-create) and waits until every
  * partition has a leader; a producer racing a fresh topic on KRaft otherwise fails with "This server
  * does not host this topic-partition".
+ * @returns the topic's partitions.
  */
 export async function ensureTopic(
   admin: Admin,
   topic: string,
   partitions: number,
   replicationFactor: number,
-): Promise<void> {
+): Promise<PartitionMetadata[]> {
   const existing = await admin.listTopics();
   if (!existing.includes(topic)) {
     try {
@@ -66,7 +77,7 @@ export async function ensureTopic(
   for (let i = 0; i < 100; i++) {
     const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
     const parts = topics[0]?.partitions ?? [];
-    if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return;
+    if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return parts;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`topic ${topic} has partitions without a leader after 10 s`);

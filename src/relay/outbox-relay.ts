@@ -1,9 +1,11 @@
 /**
  * The outbox relay: publishes `profile.outbox_messages` rows to Kafka at least once, in order per key,
  * and marks them published in the same transaction that claimed them. Several relays may run at once.
+ * A row Kafka refuses on its own is isolated, and parked after RELAY_MAX_ATTEMPTS refusals, while every
+ * other key flows on (docs/DESIGN.md#relay-poison-rows).
  */
 import * as otel from '@opentelemetry/api';
-import type { Kafka, Producer } from 'kafkajs';
+import type { ISocketFactory, Kafka } from 'kafkajs';
 import pg from 'pg';
 import type { Config } from '../config';
 import { redactUrl } from '../config';
@@ -12,20 +14,28 @@ import {
   deletePublished,
   markFailed,
   markPublished,
+  markRejected,
   OUTBOX_CHANNEL,
   type OutboxMessage,
 } from '../db/outbox';
 import { withTransaction } from '../db/pool';
-import { ensureTopic, toKafkaMessage } from './kafka';
+import { createKafka, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
-import { TOPIC } from '../domain/names';
-import { contextFromTraceparent } from '../observability/tracing';
+import { Deadline, deliver, type Delivery } from './deliver';
+import { groupByLeader, groupByPartition, TopicPartitions } from './partitions';
+import { RelayProducer } from './producer';
+import { checkRelaySession } from './session';
+import { startPublishSpans } from './spans';
 
 export interface RelayDeps {
   pool: pg.Pool;
   /** Connection for LISTEN (a dedicated session, outside the pool). */
   listenUrl: string;
+  /**
+   * The admin client: the topic and its partitions. Each producer gets a client of its own, built from
+   * `config.kafka`, whose sockets the relay can shut for good (see `RelayProducer`).
+   */
   kafka: Kafka;
   config: Pick<Config, 'relay' | 'kafka'>;
   logger: Logger;
@@ -34,21 +44,19 @@ export interface RelayDeps {
   tracer?: otel.Tracer;
   /** Called after Kafka acknowledged a batch and before it is marked published (tests inject crashes here). */
   onSent?: (ids: string[]) => Promise<void> | void;
+  /** How the producers open their sockets (default TCP/TLS); tests route them through a proxy. */
+  kafkaSocketFactory?: ISocketFactory;
 }
 
-/** What one pass did; `failed` carries the error after the attempt was recorded. */
-type BatchOutcome = { published: number } | { failed: Error; rows: number };
+/** What one pass did; `failed` carries the error of rows released without a verdict, after it was recorded. */
+type BatchOutcome = { claimed: number; published: number; rejected: number } | { failed: Error; rows: number };
 
-class SendTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`Kafka did not take the batch within ${ms} ms`);
-    this.name = 'SendTimeoutError';
-  }
-}
+const ids = (rows: readonly OutboxMessage[]) => rows.map((r) => r.id);
 
 /** Publishes outbox rows until stopped. */
 export class OutboxRelay {
-  private producer: Producer | undefined;
+  private producer: RelayProducer | undefined;
+  private readonly partitions: TopicPartitions;
   private listener: pg.Client | undefined;
   private stopping = false;
   /** Ends the current wait early: set for notifications and stop, or for stop only while backing off. */
@@ -62,35 +70,18 @@ export class OutboxRelay {
 
   constructor(private readonly deps: RelayDeps) {
     this.log = deps.logger.child({ component: 'relay' });
+    this.partitions = new TopicPartitions(deps.kafka, deps.config);
   }
 
   /**
-   * Starts listening and the loop. Kafka need not be up: the topic is ensured before the first send,
-   * and a broker that is down is one more failed batch to back off from, not a failed start.
+   * Checks its database session, then starts listening and the loop. Kafka need not be up: the topic is
+   * ensured before the first send, and a broker that is down is one more failed batch to back off from.
+   * @throws ConfigError when PostgreSQL would end a batch waiting on Kafka (see `checkRelaySession`).
    */
   async start(): Promise<void> {
+    await checkRelaySession(this.deps.pool, this.deps.config.relay.sendTimeoutMs);
     await this.listen();
     this.loop = this.run();
-  }
-
-  private topicReady = false;
-
-  /** Creates the topic when missing (never relying on auto-create), once per relay. */
-  private async ensureTopicOnce(): Promise<void> {
-    if (this.topicReady) return;
-    const admin = this.deps.kafka.admin();
-    await admin.connect();
-    try {
-      await ensureTopic(
-        admin,
-        TOPIC,
-        this.deps.config.kafka.topicPartitions,
-        this.deps.config.kafka.topicReplicationFactor,
-      );
-      this.topicReady = true;
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
   }
 
   /** Stops after the batch in flight (it commits or rolls back whole), then disconnects. */
@@ -98,7 +89,7 @@ export class OutboxRelay {
     this.stopping = true;
     this.wakeOnStop?.();
     await this.loop;
-    await this.producer?.disconnect().catch(() => {});
+    await this.producer?.close();
     this.producer = undefined;
     await this.listener?.end().catch(() => {});
     this.listener = undefined;
@@ -106,6 +97,7 @@ export class OutboxRelay {
 
   private async run(): Promise<void> {
     let failures = 0;
+    let failing = false;
     while (!this.stopping) {
       let outcome: BatchOutcome;
       try {
@@ -114,133 +106,124 @@ export class OutboxRelay {
         // The database failed (the claim, or recording the outcome); the rows stay as they were.
         outcome = { failed: err as Error, rows: 0 };
       }
-      if ('failed' in outcome) {
+      // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
+      if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
         failures += 1;
         const delay = backoff(failures, this.deps.config.relay.maxBackoffMs);
-        this.log.warn(
-          { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay },
-          'publish failed, backing off',
-        );
-        await this.resetProducer();
+        if ('failed' in outcome) {
+          failing = true;
+          this.log.warn(
+            { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay },
+            'publish failed, backing off',
+          );
+        }
         // New rows must not cut the backoff short while the broker is down.
-        await this.sleep(delay, false);
+        await this.sleep(delay, !('failed' in outcome));
         continue;
       }
-      if (failures > 0) this.log.info({ failures }, 'publishing again');
+      if (failing) this.log.info({ failures }, 'publishing again');
+      failing = false;
       failures = 0;
       await this.cleanupIfDue();
-      if (outcome.published < this.deps.config.relay.batchSize) await this.sleep(this.deps.config.relay.pollIntervalMs);
+      if (outcome.claimed < this.deps.config.relay.batchSize) await this.sleep(this.deps.config.relay.pollIntervalMs);
     }
   }
 
   /**
-   * One claim-produce-mark pass in one transaction. A Kafka failure is recorded on the rows
-   * (`attempts`, `last_error`) and committed, so the rows are released for the next try.
+   * One claim-produce-mark pass in one transaction. Rows Kafka acknowledged are marked published, rows it
+   * refused on their own are recorded (and parked at the limit), and rows without a verdict are recorded
+   * as failed (`attempts`, `last_error`) and released for the next try. All of it commits together.
    */
   async publishBatch(): Promise<BatchOutcome> {
     const { relay } = this.deps.config;
     const metrics = this.deps.metrics;
     const endTimer = metrics?.batchDuration.startTimer();
-    const outcome = await withTransaction(this.deps.pool, async (tx): Promise<BatchOutcome & { topics?: string[] }> => {
+    const result = await withTransaction(this.deps.pool, async (tx) => {
       const rows = await claimUnpublished(tx, relay.batchSize);
-      if (rows.length === 0) return { published: 0 };
-      const ids = rows.map((r) => r.id);
-      const topics = rows.map((r) => r.topic);
-      try {
-        await this.send(rows);
-      } catch (err) {
-        await markFailed(tx, ids, (err as Error).message);
-        return { failed: err as Error, rows: rows.length, topics };
+      if (rows.length === 0) return undefined;
+      const delivery = await this.send(rows);
+      if (delivery.published.length > 0) {
+        await this.deps.onSent?.(ids(delivery.published));
+        await markPublished(tx, ids(delivery.published));
       }
-      await this.deps.onSent?.(ids);
-      await markPublished(tx, ids);
-      return { published: rows.length, topics };
+      const parked = await markRejected(
+        tx,
+        delivery.rejected.map(({ row, error }) => ({ id: row.id, error })),
+        relay.maxAttempts,
+      );
+      if (delivery.failed.length > 0) await markFailed(tx, ids(delivery.failed), delivery.error?.message ?? '');
+      return { delivery, parked, claimed: rows.length };
     });
-    if (outcome.topics) endTimer?.();
-    if ('failed' in outcome) {
-      for (const topic of new Set(outcome.topics)) metrics?.failures.inc({ topic });
-    } else if (outcome.published > 0) {
-      for (const topic of outcome.topics ?? []) metrics?.published.inc({ topic });
-      this.publishedTotal += outcome.published;
-      this.log.info({ published: outcome.published, total: this.publishedTotal }, 'published');
+    if (!result) return { claimed: 0, published: 0, rejected: 0 };
+    endTimer?.();
+    const { delivery, parked, claimed } = result;
+    for (const row of delivery.published) metrics?.published.inc({ topic: row.topic });
+    for (const { row } of delivery.rejected) metrics?.rejected.inc({ topic: row.topic });
+    for (const { row, error } of delivery.rejected) {
+      const isParked = parked.includes(row.id);
+      this.log.warn(
+        { id: row.id, correlationId: row.correlation_id, err: error, parked: isParked },
+        isParked ? 'row refused by Kafka again and parked' : 'row refused by Kafka',
+      );
     }
-    return outcome;
+    if (delivery.published.length > 0) {
+      this.publishedTotal += delivery.published.length;
+      this.log.info({ published: delivery.published.length, total: this.publishedTotal }, 'published');
+    }
+    if (delivery.failed.length > 0) {
+      for (const topic of new Set(delivery.failed.map((r) => r.topic))) metrics?.failures.inc({ topic });
+      return { failed: delivery.error ?? new Error('publish failed'), rows: delivery.failed.length };
+    }
+    return { claimed, published: delivery.published.length, rejected: delivery.rejected.length };
   }
 
-  private async send(rows: OutboxMessage[]): Promise<void> {
-    const tracer = this.deps.tracer ?? otel.trace.getTracer('expiry-reminder-relay');
-    const spans = rows.map((row) =>
-      tracer.startSpan(
-        'outbox publish',
-        {
-          kind: otel.SpanKind.PRODUCER,
-          attributes: {
-            correlationId: row.correlation_id,
-            messageId: row.id,
-            ownerUserId: row.aggregate_id,
-            'messaging.destination.name': row.topic,
-            attempt: row.attempts + 1,
-          },
-        },
-        contextFromTraceparent(row.trace_context),
-      ),
+  /**
+   * Sends a batch under RELAY_SEND_TIMEOUT. When the deadline passes the producer is abandoned on the spot
+   * (nothing more of it reaches Kafka), and any batch with rows left without a verdict winds its producer
+   * down before returning, so before the rows are released: a send given up on cannot land later,
+   * behind another relay's copy of the same rows.
+   */
+  private async send(rows: OutboxMessage[]): Promise<Delivery> {
+    const endSpans = startPublishSpans(this.deps.tracer ?? otel.trace.getTracer('expiry-reminder-relay'), rows);
+    this.producer ??= new RelayProducer(
+      (socketFactory) => createKafka(this.deps.config, this.deps.logger, { socketFactory }),
+      this.deps.kafkaSocketFactory,
     );
+    const producer = this.producer;
+    const deadline = new Deadline(this.deps.config.relay.sendTimeoutMs, () => producer.abandon());
+    let delivery: Delivery;
     try {
-      await this.produce(rows);
+      const partitions = await deadline.race(this.partitions.of(rows.map((r) => r.topic)));
+      delivery = await deliver(
+        groupByLeader(groupByPartition(rows, partitions), partitions),
+        (groups, leader) =>
+          producer.send(
+            groups.map((g) => ({ topic: g.topic, partition: g.partition, messages: g.rows.map(toKafkaMessage) })),
+            leader,
+          ),
+        deadline,
+      );
     } catch (err) {
-      for (const span of spans) span.setStatus({ code: otel.SpanStatusCode.ERROR, message: (err as Error).message });
-      throw err;
+      // The topic or its partitions could not be read: nothing was sent.
+      delivery = { published: [], rejected: [], failed: rows, error: err as Error };
     } finally {
-      for (const span of spans) span.end();
+      deadline.clear();
     }
-  }
-
-  /** Topic, connection and send, all under the relay's own timeout: kafkajs retries for a long time on its own. */
-  private async produce(rows: OutboxMessage[]): Promise<void> {
-    const timeoutMs = this.deps.config.relay.sendTimeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        this.produceUnbounded(rows),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new SendTimeoutError(timeoutMs)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
+    if (delivery.failed.length > 0 || producer.abandoned) {
+      this.partitions.invalidate();
+      await this.dropProducer();
     }
+    endSpans(delivery);
+    return delivery;
   }
 
-  private async produceUnbounded(rows: OutboxMessage[]): Promise<void> {
-    await this.ensureTopicOnce();
-    const producer = await this.connectedProducer();
-    const byTopic = new Map<string, OutboxMessage[]>();
-    for (const row of rows) byTopic.set(row.topic, [...(byTopic.get(row.topic) ?? []), row]);
-    await producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list.map(toKafkaMessage) })),
-    });
-  }
-
-  private async connectedProducer(): Promise<Producer> {
-    if (!this.producer) {
-      const producer = this.deps.kafka.producer({
-        idempotent: true,
-        // One request in flight per broker keeps the batch's order per partition.
-        maxInFlightRequests: 1,
-        allowAutoTopicCreation: false,
-      });
-      await producer.connect();
-      this.producer = producer;
-    }
-    return this.producer;
-  }
-
-  /** A producer that failed or timed out may hold a half-sent request: start over with a fresh one. */
-  private async resetProducer(): Promise<void> {
+  /** Abandons the producer and waits for it to wind down; the next batch starts a fresh one. */
+  private async dropProducer(): Promise<void> {
     const producer = this.producer;
     this.producer = undefined;
-    await producer?.disconnect().catch(() => {});
+    if (producer && !(await producer.windDown())) {
+      this.log.warn({ openSockets: producer.openSockets }, 'abandoned producer still winding down; it sends nothing');
+    }
   }
 
   private async cleanupIfDue(): Promise<void> {

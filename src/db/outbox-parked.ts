@@ -1,0 +1,76 @@
+/**
+ * The operator's statements on parked outbox rows (docs/DESIGN.md#relay-poison-rows), as the relay's role
+ * `outbox_relay`: list them (never the payload, which holds document masks) and un-park them.
+ */
+import { OUTBOX_CHANNEL } from './outbox';
+import type { Queryable } from './pool';
+
+/** A parked row as `outbox parked` shows it: who and what failed, without the payload. */
+export interface ParkedRow {
+  id: string;
+  messageKey: string;
+  correlationId: string;
+  createdAt: Date;
+  parkedAt: Date;
+  /** Every try, batch failures (Kafka unreachable, timeouts) included. */
+  attempts: number;
+  /** Tries on its own that Kafka refused; the row was parked when they reached RELAY_MAX_ATTEMPTS. */
+  rejections: number;
+  lastError: string | null;
+  /** Later unpublished rows of the same key, waiting behind this one. */
+  waitingBehind: number;
+}
+
+/** Parked rows, oldest first. */
+export async function selectParked(db: Queryable, limit: number): Promise<ParkedRow[]> {
+  const { rows } = await db.query<ParkedRow>(
+    `select p.id, p.message_key as "messageKey", p.correlation_id as "correlationId", p.created_at as "createdAt",
+            p.parked_at as "parkedAt", p.attempts, p.rejections, p.last_error as "lastError",
+            (select count(*)::int from profile.outbox_messages w
+              where w.message_key = p.message_key and w.published_at is null
+                and (w.created_at, w.id) > (p.created_at, p.id)) as "waitingBehind"
+       from profile.outbox_messages p
+      where p.published_at is null and p.parked_at is not null
+      order by p.created_at, p.id
+      limit $1`,
+    [limit],
+  );
+  return rows;
+}
+
+/** What un-parking one row found. */
+export type RetryOutcome = 'retried' | 'not-parked' | 'published' | 'unknown';
+
+/**
+ * Un-parks one row: clears `parked_at`, `attempts` and `rejections`, so the relay tries it again (and then
+ * the rows waiting behind it); `last_error` stays until the next try. Says why when nothing changed.
+ */
+export async function unparkOne(db: Queryable, id: string): Promise<RetryOutcome> {
+  const { rows } = await db.query<{ published: boolean; retried: boolean }>(
+    `with target as (select id, published_at, parked_at from profile.outbox_messages where id = $1),
+          retried as (
+            update profile.outbox_messages o set parked_at = null, attempts = 0, rejections = 0
+              from target t
+             where o.id = t.id and t.published_at is null and t.parked_at is not null
+            returning o.id)
+     select t.published_at is not null as published, exists (select 1 from retried) as retried from target t`,
+    [id],
+  );
+  if (!rows[0]) return 'unknown';
+  return rows[0].retried ? 'retried' : rows[0].published ? 'published' : 'not-parked';
+}
+
+/** Un-parks every parked row; returns their ids. */
+export async function unparkAll(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `update profile.outbox_messages set parked_at = null, attempts = 0, rejections = 0
+      where published_at is null and parked_at is not null
+     returning id`,
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Wakes the relays at commit, as new rows do, so un-parked rows go out now rather than at the next poll. */
+export async function notifyRelays(db: Queryable): Promise<void> {
+  await db.query(`select pg_notify($1, '')`, [OUTBOX_CHANNEL]);
+}

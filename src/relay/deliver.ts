@@ -1,0 +1,172 @@
+/**
+ * One batch's way to Kafka (docs/DESIGN.md#relay-poison-rows). The rows of each leader broker go in one
+ * produce request, all brokers at once, as kafkajs would send them. Kafka answers a request per
+ * partition, so when it refuses a request for its content (a row too large or invalid), each partition
+ * is sent again on its own (the broker recognises what it appended already), and a partition refused on
+ * its own is split in halves, the first half first, until the refused row is alone: the rows around it
+ * are published, the row is recorded as rejected, and the later rows of its key wait for a later batch,
+ * so order per key holds. A failure without a verdict (Kafka unreachable, the deadline) releases the rows
+ * of that request, or of that partition, not yet acknowledged, as failed.
+ */
+import type { OutboxMessage } from '../db/outbox';
+import type { PartitionGroup } from './partitions';
+
+/**
+ * Kafka's refusals of a request for what is in it: the same rows can never succeed, however often they are
+ * retried. Errors that say something about the broker, the network or the client (timestamps follow the
+ * relay's clock) are not here: they fail whole batches, never single rows.
+ */
+const CONTENT_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+/** The refusal in `err` or its causes, when Kafka refused a request for its content. */
+export function contentRefusal(err: unknown): Error | undefined {
+  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.type === 'string' && CONTENT_REFUSALS.has(e.type)) return e as unknown as Error;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+/** The relay's own limit on a batch's Kafka work: RELAY_SEND_TIMEOUT. */
+export class SendTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`Kafka did not acknowledge the batch within ${ms} ms`);
+    this.name = 'SendTimeoutError';
+  }
+}
+
+/**
+ * A batch's deadline. When it passes, `onExpire` runs first, synchronously (the relay abandons its producer
+ * there, so nothing more is written to Kafka), then every pending {@link race} rejects.
+ */
+export class Deadline {
+  private readonly timer: NodeJS.Timeout;
+  private readonly expired: Promise<never>;
+
+  constructor(ms: number, onExpire: () => void) {
+    let expire: (err: Error) => void = () => {};
+    this.expired = new Promise<never>((_, reject) => (expire = reject));
+    this.expired.catch(() => {});
+    this.timer = setTimeout(() => {
+      onExpire();
+      expire(new SendTimeoutError(ms));
+    }, ms);
+  }
+
+  /** `promise`, or a {@link SendTimeoutError} once the deadline passed. */
+  race<T>(promise: Promise<T>): Promise<T> {
+    // The loser still settles later (an abandoned send fails); nobody waits for it then.
+    promise.catch(() => {});
+    return Promise.race([promise, this.expired]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** What became of a batch's rows. Rows in none of the lists wait behind a rejected row of their key. */
+export interface Delivery {
+  /** Acknowledged by Kafka: mark them published. */
+  published: OutboxMessage[];
+  /** Refused by Kafka when sent on their own, with Kafka's reason. */
+  rejected: { row: OutboxMessage; error: string }[];
+  /** Fate unknown (no verdict): release them as a failed attempt. */
+  failed: OutboxMessage[];
+  /** The first failure without a verdict; set whenever `failed` is not empty. */
+  error?: Error;
+}
+
+/** Partition groups whose partitions have one leader broker: they go in one produce request. */
+export interface LeaderGroup {
+  leader: number;
+  groups: PartitionGroup[];
+}
+
+/** Sends groups that share `leader` in one produce request; resolves once Kafka acknowledged them all. */
+export type SendGroups = (groups: readonly PartitionGroup[], leader: number) => Promise<void>;
+
+/** Delivers every leader's request at once, each under `deadline`, and says what became of each row. */
+export async function deliver(
+  leaders: readonly LeaderGroup[],
+  send: SendGroups,
+  deadline: Deadline,
+): Promise<Delivery> {
+  const out: Delivery = { published: [], rejected: [], failed: [] };
+  await Promise.all(leaders.map((leader) => deliverLeader(leader, send, deadline, out)));
+  return out;
+}
+
+async function deliverLeader(
+  { leader, groups }: LeaderGroup,
+  send: SendGroups,
+  deadline: Deadline,
+  out: Delivery,
+): Promise<void> {
+  let refusal: Error | undefined;
+  try {
+    await deadline.race(send(groups, leader));
+    for (const group of groups) out.published.push(...group.rows);
+    return;
+  } catch (err) {
+    refusal = contentRefusal(err);
+    if (!refusal) {
+      out.error ??= err as Error;
+      for (const group of groups) out.failed.push(...group.rows);
+      return;
+    }
+  }
+  // Refused for the content of one partition (or more). Kafka answered per partition and may have
+  // appended the others; each partition is sent again unchanged (RelayProducer.send says why that is
+  // safe), and every one must go again, or the producer's sequence numbers would be off. A partition that
+  // was the request's only one was refused already: it is split at once.
+  const alone = groups.length === 1 ? refusal : undefined;
+  await Promise.all(groups.map((group) => deliverPartition(group, leader, alone, send, deadline, out)));
+}
+
+async function deliverPartition(
+  group: PartitionGroup,
+  leader: number,
+  refused: Error | undefined,
+  send: SendGroups,
+  deadline: Deadline,
+  out: Delivery,
+): Promise<void> {
+  const done = new Set<OutboxMessage>();
+  // Keys with a row refused in this batch: their later rows must not overtake it.
+  const held = new Set<string>();
+  const refusedAlone = (row: OutboxMessage, refusal: Error) => {
+    done.add(row);
+    held.add(row.message_key);
+    out.rejected.push({ row, error: refusal.message });
+  };
+  // Refused whole, so nothing of it was appended: halve it, in order, until the refused row is alone.
+  const halve = async (rows: OutboxMessage[]) => {
+    const half = Math.ceil(rows.length / 2);
+    await attempt(rows.slice(0, half));
+    await attempt(rows.slice(half));
+  };
+  const attempt = async (rows: OutboxMessage[]): Promise<void> => {
+    const ready = rows.filter((r) => !held.has(r.message_key));
+    if (ready.length === 0) return;
+    try {
+      await deadline.race(send([{ ...group, rows: ready }], leader));
+      for (const row of ready) done.add(row);
+      out.published.push(...ready);
+      return;
+    } catch (err) {
+      const refusal = contentRefusal(err);
+      if (!refusal) throw err;
+      if (ready.length === 1) return refusedAlone(ready[0], refusal);
+    }
+    await halve(ready);
+  };
+  try {
+    if (refused && group.rows.length === 1) refusedAlone(group.rows[0], refused);
+    else if (refused) await halve(group.rows);
+    else await attempt(group.rows);
+  } catch (err) {
+    out.error ??= err as Error;
+    out.failed.push(...group.rows.filter((r) => !done.has(r) && !held.has(r.message_key)));
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Which partition, and which broker, each outbox row goes to, decided by the relay itself so that it knows
+ * what each produce request carries (docs/DESIGN.md#relay-poison-rows). The partition is kafkajs's default
+ * partitioner's (murmur2 of the key, as the Java client), so a key lands where any other producer puts it.
+ */
+import { Partitioners, type Kafka, type PartitionMetadata } from 'kafkajs';
+import type { Config } from '../config';
+import type { OutboxMessage } from '../db/outbox';
+import type { LeaderGroup } from './deliver';
+import { TOPIC } from '../domain/names';
+import { ensureTopic } from './kafka';
+
+/** Rows of one topic partition, in claim order. */
+export interface PartitionGroup {
+  topic: string;
+  partition: number;
+  rows: OutboxMessage[];
+}
+
+/** Partition counts only grow, and rarely; re-read them this often, and after every failed batch. */
+const MAX_AGE_MS = 5 * 60_000;
+
+/** The partitions of the topics the relay writes, read with the admin client and kept for a while. */
+export class TopicPartitions {
+  private readonly known = new Map<string, PartitionMetadata[]>();
+  private readAt = 0;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly config: Pick<Config, 'kafka'>,
+  ) {}
+
+  /** Forgets what it read, so the next batch reads the partitions again (and ensures the topic). */
+  invalidate(): void {
+    this.known.clear();
+  }
+
+  /**
+   * The partitions of `topics`. The job's topic is created when missing (the relay never relies on broker
+   * auto-create); any other topic must exist.
+   */
+  async of(topics: Iterable<string>): Promise<Map<string, PartitionMetadata[]>> {
+    if (Date.now() - this.readAt > MAX_AGE_MS) this.known.clear();
+    const fresh = this.known.size === 0;
+    const missing = [...new Set(topics)].filter((t) => !this.known.has(t));
+    if (missing.length > 0) {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      try {
+        for (const topic of missing) {
+          const parts =
+            topic === TOPIC
+              ? await ensureTopic(
+                  admin,
+                  topic,
+                  this.config.kafka.topicPartitions,
+                  this.config.kafka.topicReplicationFactor,
+                )
+              : ((await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? []);
+          if (parts.length === 0) throw new Error(`topic ${topic} has no partitions`);
+          this.known.set(topic, parts);
+        }
+        if (fresh) this.readAt = Date.now();
+      } finally {
+        await admin.disconnect().catch(() => {});
+      }
+    }
+    return this.known;
+  }
+}
+
+/** Groups rows by topic and partition, keeping their claim order within each group. */
+export function groupByPartition(
+  rows: readonly OutboxMessage[],
+  partitions: ReadonlyMap<string, PartitionMetadata[]>,
+): PartitionGroup[] {
+  const partitioner = Partitioners.DefaultPartitioner();
+  const groups = new Map<string, PartitionGroup>();
+  for (const row of rows) {
+    const partitionMetadata = partitions.get(row.topic);
+    if (!partitionMetadata) throw new Error(`no partitions known for topic ${row.topic}`);
+    const partition = partitioner({
+      topic: row.topic,
+      partitionMetadata,
+      message: { key: row.message_key, value: null },
+    });
+    const id = `${row.topic}\u0000${partition}`;
+    const group = groups.get(id) ?? { topic: row.topic, partition, rows: [] };
+    group.rows.push(row);
+    groups.set(id, group);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * Groups partition groups by the broker that leads their partition, as read with the admin client. kafkajs
+ * sends one request per broker; the relay sends one per leader group, so it knows what each request held.
+ */
+export function groupByLeader(
+  groups: readonly PartitionGroup[],
+  partitions: ReadonlyMap<string, PartitionMetadata[]>,
+): LeaderGroup[] {
+  const leaders = new Map<number, LeaderGroup>();
+  for (const group of groups) {
+    const leader = partitions.get(group.topic)?.find((p) => p.partitionId === group.partition)?.leader ?? -1;
+    const entry = leaders.get(leader) ?? { leader, groups: [] };
+    entry.groups.push(group);
+    leaders.set(leader, entry);
+  }
+  return [...leaders.values()];
+}

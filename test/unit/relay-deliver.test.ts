@@ -1,0 +1,202 @@
+/**
+ * The relay's delivery rules (src/relay/deliver.ts) with a scripted Kafka: which rows are published,
+ * rejected, failed or held, in which requests. The real broker's side is in test/integration/relay-poison.
+ */
+import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
+import { ConfigError, loadConfig } from '../../src/config';
+import type { OutboxMessage } from '../../src/db/outbox';
+import {
+  contentRefusal,
+  Deadline,
+  deliver,
+  SendTimeoutError,
+  type LeaderGroup,
+  type SendGroups,
+} from '../../src/relay/deliver';
+import { LeaderMovedError } from '../../src/relay/producer';
+import type { PartitionGroup } from '../../src/relay/partitions';
+
+function row(id: string, key = id): OutboxMessage {
+  return {
+    id,
+    aggregate_type: 'Profile',
+    aggregate_id: key,
+    topic: 't',
+    message_key: key,
+    event_type: 'E',
+    contract_version: 1,
+    payload: {},
+    correlation_id: 'c',
+    attempts: 0,
+    trace_context: null,
+  };
+}
+
+/** What kafkajs throws for Kafka's error code 10 (its typings take only a message; the code passes more). */
+const tooLarge = () =>
+  new KafkaJSProtocolError({
+    type: 'MESSAGE_TOO_LARGE',
+    code: 10,
+    retriable: false,
+    message: 'The request included a message larger than the max message size the server will accept',
+  } as unknown as Error);
+
+/**
+ * A single-broker Kafka as the protocol has it: a request is answered per partition; a partition holding
+ * one of `poison` is refused whole, the others are appended, and a partition batch identical to the last
+ * one appended (the idempotent producer's re-send) is acknowledged without being appended again.
+ * `fail` can fail a request without a verdict instead.
+ */
+function scriptedKafka(poison: string[], fail?: (request: string[][]) => Error | undefined) {
+  const requests: string[][][] = [];
+  const log = new Map<number, string[]>();
+  const lastBatch = new Map<number, string>();
+  const send: SendGroups = async (groups) => {
+    const request = groups.map((g) => g.rows.map((r) => r.id));
+    requests.push(request);
+    const error = fail?.(request);
+    if (error) throw error;
+    let refused = false;
+    for (const group of groups) {
+      const ids = group.rows.map((r) => r.id);
+      if (ids.some((id) => poison.includes(id))) {
+        refused = true;
+        continue;
+      }
+      if (lastBatch.get(group.partition) === ids.join()) continue;
+      lastBatch.set(group.partition, ids.join());
+      log.set(group.partition, [...(log.get(group.partition) ?? []), ...ids]);
+    }
+    if (refused) throw tooLarge();
+  };
+  return { send, requests, appended: () => [...log.values()].flat() };
+}
+
+const group = (partition: number, rows: OutboxMessage[]): PartitionGroup => ({ topic: 't', partition, rows });
+const broker = (...groups: PartitionGroup[]): LeaderGroup[] => [{ leader: 1, groups }];
+const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+let deadline: Deadline;
+beforeEach(() => (deadline = new Deadline(60_000, () => {})));
+afterEach(() => deadline.clear());
+
+test('one request per broker; all acknowledged, all published', async () => {
+  const kafka = scriptedKafka([]);
+  const out = await deliver(broker(group(0, [row('a'), row('b')]), group(1, [row('c')])), kafka.send, deadline);
+  expect(ids(out.published).sort()).toEqual(['a', 'b', 'c']);
+  expect(kafka.requests).toEqual([[['a', 'b'], ['c']]]);
+  expect(out).toMatchObject({ rejected: [], failed: [] });
+});
+
+test('a refused request is sent again per partition, unchanged, and the refused partition is halved until the row is alone; nothing is appended twice', async () => {
+  const kafka = scriptedKafka(['c']);
+  const rows = ['a', 'b', 'c', 'd', 'e'].map((id) => row(id));
+  const out = await deliver(broker(group(0, rows), group(1, [row('x'), row('y')])), kafka.send, deadline);
+  expect(ids(out.published).sort()).toEqual(['a', 'b', 'd', 'e', 'x', 'y']);
+  expect(out.rejected).toEqual([{ row: rows[2], error: expect.stringContaining('larger than the max message size') }]);
+  expect(out.failed).toEqual([]);
+  expect(kafka.requests).toEqual([
+    [
+      ['a', 'b', 'c', 'd', 'e'],
+      ['x', 'y'],
+    ],
+    [['a', 'b', 'c', 'd', 'e']],
+    [['x', 'y']],
+    [['a', 'b', 'c']],
+    [['a', 'b']],
+    [['c']],
+    [['d', 'e']],
+  ]);
+  expect(kafka.appended().sort()).toEqual(['a', 'b', 'd', 'e', 'x', 'y']);
+});
+
+test('a request of one partition, refused, is halved at once', async () => {
+  const kafka = scriptedKafka(['b']);
+  const out = await deliver(broker(group(0, [row('a'), row('b')])), kafka.send, deadline);
+  expect(kafka.requests).toEqual([[['a', 'b']], [['a']], [['b']]]);
+  expect(ids(out.published)).toEqual(['a']);
+  expect(ids(out.rejected.map((r) => r.row))).toEqual(['b']);
+});
+
+test('the later rows of a refused row’s key are held: not sent again, nor rejected, nor failed', async () => {
+  const kafka = scriptedKafka(['k1']);
+  const rows = [row('k1', 'k'), row('o1', 'o'), row('k2', 'k'), row('o2', 'o')];
+  const out = await deliver(broker(group(0, rows)), kafka.send, deadline);
+  expect(ids(out.published)).toEqual(['o1', 'o2']);
+  expect(ids(out.rejected.map((r) => r.row))).toEqual(['k1']);
+  expect(out.failed).toEqual([]);
+  // k2 was only in the first request, which Kafka refused whole.
+  expect(kafka.requests).toEqual([[['k1', 'o1', 'k2', 'o2']], [['k1', 'o1']], [['k1']], [['o1']], [['o2']]]);
+});
+
+test('a failure without a verdict fails what is left of its request only, and never counts as a refusal', async () => {
+  const unreachable = new KafkaJSNonRetriableError('Connection error: ECONNREFUSED');
+  const kafka = scriptedKafka(['b'], (request) =>
+    request.length === 1 && request[0][0] === 'a' ? unreachable : undefined,
+  );
+  const out = await deliver(
+    [
+      { leader: 1, groups: [group(0, [row('a'), row('b'), row('c')])] },
+      { leader: 2, groups: [group(1, [row('x')])] },
+    ],
+    kafka.send,
+    deadline,
+  );
+  expect(ids(out.published)).toEqual(['x']);
+  expect(out.rejected).toEqual([]);
+  expect(ids(out.failed)).toEqual(['a', 'b', 'c']);
+  expect(out.error).toBe(unreachable);
+});
+
+test('a refusal when a partition had moved to another broker has no verdict: the request fails whole', async () => {
+  const moved = new LeaderMovedError(tooLarge());
+  const kafka = scriptedKafka([], () => moved);
+  const out = await deliver(broker(group(0, [row('a')]), group(1, [row('b')])), kafka.send, deadline);
+  expect(ids(out.failed)).toEqual(['a', 'b']);
+  expect(out.error).toBe(moved);
+  expect(kafka.requests).toHaveLength(1);
+});
+
+test('the deadline abandons first, then fails every send still waiting', async () => {
+  const events: string[] = [];
+  const short = new Deadline(50, () => events.push('abandoned'));
+  const hanging: SendGroups = () => new Promise(() => {});
+  const out = await deliver(
+    [
+      { leader: 1, groups: [group(0, [row('a')])] },
+      { leader: 2, groups: [group(1, [row('b')])] },
+    ],
+    hanging,
+    short,
+  );
+  events.push('returned');
+  expect(events).toEqual(['abandoned', 'returned']);
+  expect(ids(out.failed).sort()).toEqual(['a', 'b']);
+  expect(out.error).toBeInstanceOf(SendTimeoutError);
+});
+
+test('only refusals for a request’s content count as a row’s fault', () => {
+  const refusal = tooLarge();
+  expect(contentRefusal(refusal)).toBe(refusal);
+  // kafkajs's retrier wraps what it gives up on: new KafkaJSNonRetriableError(e, { cause: e }).
+  const Wrapper = KafkaJSNonRetriableError as unknown as new (e: Error, m: { cause: Error }) => Error;
+  expect(contentRefusal(new Wrapper(refusal, { cause: refusal }))).toBe(refusal);
+  expect(contentRefusal(Object.assign(new Error('x'), { type: 'INVALID_RECORD' }))).toBeDefined();
+  expect(contentRefusal(new LeaderMovedError(refusal))).toBeUndefined();
+  for (const type of ['TOPIC_AUTHORIZATION_FAILED', 'NOT_LEADER_FOR_PARTITION', 'INVALID_TIMESTAMP', undefined]) {
+    expect(contentRefusal(Object.assign(new Error('x'), { type }))).toBeUndefined();
+  }
+});
+
+describe('RELAY_MAX_ATTEMPTS', () => {
+  test('defaults to 10 and reads a whole number', () => {
+    expect(loadConfig({}).relay.maxAttempts).toBe(10);
+    expect(loadConfig({ RELAY_MAX_ATTEMPTS: '3' }).relay.maxAttempts).toBe(3);
+  });
+
+  test.each(['0', '-1', '2.5', 'ten', '1001'])('refuses %s, naming the variable', (value) => {
+    expect(() => loadConfig({ RELAY_MAX_ATTEMPTS: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ RELAY_MAX_ATTEMPTS: value })).toThrow(
+      `RELAY_MAX_ATTEMPTS="${value}": expected a whole number from 1 to 1000`,
+    );
+  });
+});
