@@ -40,6 +40,8 @@ export interface CycleScenarioSpec {
   workers?: number;
   /** Check I4 too: every outbox row on the topic of the stack's broker. */
   kafka?: boolean;
+  /** Checks of the scenario's own, named in the report after the shared ones. */
+  ownChecks?: string;
 }
 
 /** What a scenario's body works with. Every process it starts is stopped before the invariants run. */
@@ -50,7 +52,7 @@ export interface CycleRun {
   /** The workers started for the body, in start order. */
   workers: Proc[];
   startWorker(): Proc;
-  startRelay(): Proc;
+  startRelay(env?: Record<string, string>): Proc;
   startCycle(input?: CycleInput): Promise<WorkflowHandle<CycleWorkflow>>;
   /** Starts a cycle and waits for its result. */
   cycle(input?: CycleInput): Promise<CycleResult>;
@@ -68,7 +70,7 @@ type Connect<E> = (db: FaultDb) => Promise<{ workerEnv: Record<string, string>; 
 const scenarioOf = (spec: CycleScenarioSpec, run: Scenario['run']): Scenario => ({
   id: spec.id,
   name: spec.name,
-  checks: spec.kafka ? `${CORE_CHECKS} I4` : CORE_CHECKS,
+  checks: [CORE_CHECKS, spec.kafka ? 'I4' : '', spec.ownChecks ?? ''].filter(Boolean).join(' '),
   run,
 });
 
@@ -144,7 +146,7 @@ function cycleRun(h: Harness, db: FaultDb, started: Proc[], workerEnv: Record<st
     taskQueue,
     workers: [],
     startWorker: () => track(startWorker(h, db, taskQueue, workerEnv)),
-    startRelay: () => track(startRelay(h, db)),
+    startRelay: (env) => track(startRelay(h, db, env)),
     startCycle: (input) => startCycle(h, taskQueue, input),
     cycle: async (input) => (await startCycle(h, taskQueue, input)).result(),
   };

@@ -1,28 +1,128 @@
-/** s6: the broker down while a cycle fills the outbox, and the relay killed: every event still arrives. */
-import { FAULT_CYCLE, sleep, waitFor } from '../harness';
+/**
+ * s6: the broker down while a cycle fills the outbox, the relay killed, and a poison row (above the broker's
+ * message.max.bytes) first in the queue: every event still arrives; the poison row is parked after its
+ * refusals while every other key flows, the row of its key waits behind it, and both go out in order once
+ * the payload is fixed and the row retried.
+ */
+import { loadConfig } from '../../../src/config';
+import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
+import { retryParkedCommand } from '../../../src/operations/outbox';
+import { consumeUntil } from '../../stack/consume';
+import { FAULT_CYCLE, sleep, waitFor, type FaultDb } from '../harness';
 import { outboxCount } from '../invariants';
 import { cycleScenario } from '../runner';
+
+const POISON_CORRELATION = 's6-poison';
+/** Refusals before a row is parked: the relays run with this RELAY_MAX_ATTEMPTS. */
+const MAX_ATTEMPTS = 3;
 
 export const kafkaOutage = cycleScenario(
   {
     id: 's6',
-    name: 'Kafka stopped during a cycle and the relay killed once with SIGKILL',
+    name: 'Kafka stopped during a cycle, the relay killed once with SIGKILL, and a poison row first in the queue',
     owners: (requested) => Math.min(requested, 1_000),
     kafka: true,
+    ownChecks: 'I5',
   },
   async (run) => {
     const broker = run.h.stack.kafka;
     if (!broker) throw new Error("needs the stack's own broker (unset KAFKA_BROKERS)");
-    const relay = run.startRelay();
+    const [poison, behind] = await insertPoisonPair(run.db);
+    const relayEnv = { RELAY_MAX_ATTEMPTS: String(MAX_ATTEMPTS) };
+    const relay = run.startRelay(relayEnv);
     await broker.stop();
     const result = await run.cycle(FAULT_CYCLE);
     await sleep(1_000);
     await relay.kill('SIGKILL');
-    run.startRelay();
+    run.startRelay(relayEnv);
     await sleep(2_000);
     await broker.start();
+    await waitFor('every row but the poison pair published, the poison row parked', async () => {
+      const { rows } = await run.db.admin.query<{ waiting: number; parked: boolean }>(
+        `select count(*) filter (where published_at is null and correlation_id <> $1)::int as waiting,
+                bool_or(parked_at is not null) filter (where id = $2) as parked
+           from profile.outbox_messages`,
+        [POISON_CORRELATION, poison],
+      );
+      return rows[0].waiting === 0 && rows[0].parked === true;
+    });
+    const problems = await checkParked(run.db, poison, behind);
+
+    // The cause fixed (a small payload) and the row retried: both rows of the key go out, in order.
+    await run.db.admin.query(`update profile.outbox_messages set payload = '{}' where id = $1`, [poison]);
+    await retryParkedCommand(loadConfig({ DATABASE_URL: run.db.relayUrl }), { id: poison });
     await waitFor('the outbox to drain', async () => (await outboxCount(run.db, true)) === 0);
+    const onTopic = await consumeUntil(
+      run.h.stack.kafkaBrokers,
+      (ms) => ms.filter((m) => m.headers.correlationId === POISON_CORRELATION).length >= 2,
+      60_000,
+    );
+    const order = onTopic.filter((m) => m.headers.correlationId === POISON_CORRELATION).map((m) => m.headers.messageId);
+    if (order.join() !== [poison, behind].join()) {
+      problems.push(
+        `I5: the poison key arrived as ${JSON.stringify(order)}, expected the retried row first, once each`,
+      );
+    }
     const events = await outboxCount(run.db);
-    return { detail: `${result.remindersSent} reminders in ${events} events, all on the topic` };
+    return {
+      detail:
+        `${result.remindersSent} reminders in ${events - 2} events, all on the topic; 1 poison row parked after ` +
+        `${MAX_ATTEMPTS} refusals, 1 row waited behind it, both out in order after outbox retry`,
+      problems,
+    };
   },
 );
+
+/**
+ * Two rows of one fresh key: a poison row above the broker's 1 MB limit, before the cycle's rows, and an
+ * ordinary row after it.
+ * @returns their ids, poison first.
+ */
+async function insertPoisonPair(db: FaultDb): Promise<[string, string]> {
+  const { rows } = await db.admin.query<{ id: string }>(
+    `with k as (select gen_random_uuid() as key),
+          inserted as (
+            insert into profile.outbox_messages
+                   (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
+                    correlation_id, created_at)
+            select gen_random_uuid(), $2, k.key, $3, k.key::text, $4, $5, p.payload, $1, now() - p.age
+              from k, (values (jsonb_build_object('pad', repeat('x', 2000000)), interval '2 seconds'),
+                              ('{}'::jsonb, interval '1 second')) as p(payload, age)
+            returning id, created_at)
+     select id from inserted order by created_at`,
+    [POISON_CORRELATION, AGGREGATE_TYPE, TOPIC, EVENT_TYPE, CONTRACT_VERSION],
+  );
+  return [rows[0].id, rows[1].id];
+}
+
+/** I5: the poison row parked after its refusals (the outage's failed tries are attempts, not refusals). */
+async function checkParked(db: FaultDb, poison: string, behind: string): Promise<string[]> {
+  const { rows } = await db.admin.query<{
+    id: string;
+    attempts: number;
+    rejections: number;
+    last_error: string | null;
+    parked: boolean;
+    published: boolean;
+  }>(
+    `select id, attempts, rejections, last_error, parked_at is not null as parked, published_at is not null as published
+       from profile.outbox_messages where id = any($1::uuid[])`,
+    [[poison, behind]],
+  );
+  const p = rows.find((r) => r.id === poison);
+  const b = rows.find((r) => r.id === behind);
+  const problems: string[] = [];
+  if (
+    !p ||
+    p.rejections !== MAX_ATTEMPTS ||
+    p.attempts < MAX_ATTEMPTS ||
+    !/too large|max message size/i.test(p.last_error ?? '')
+  ) {
+    problems.push(`I5: poison row ${JSON.stringify(p)}: expected parked after ${MAX_ATTEMPTS} refusals as too large`);
+  }
+  // Tried with its key while the broker was down (attempts), but never refused itself, and held back since.
+  if (!b || b.published || b.rejections !== 0 || b.parked) {
+    problems.push(`I5: the row behind the poison row ${JSON.stringify(b)}: expected unpublished, never refused`);
+  }
+  return problems;
+}
