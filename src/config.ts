@@ -40,6 +40,8 @@ export interface Config {
   };
   relay: {
     batchSize: number;
+    /** Claim-send-mark loops at once, each with its own producer (see the relay's lanes). */
+    concurrency: number;
     pollIntervalMs: number;
     sendTimeoutMs: number;
     maxBackoffMs: number;
@@ -207,7 +209,8 @@ const schema = z.object({
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   KAFKA_TOPIC_PARTITIONS: wholeNumber(1, 1000).default(3),
   KAFKA_TOPIC_REPLICATION_FACTOR: wholeNumber(1, 10).default(1),
-  RELAY_BATCH_SIZE: wholeNumber(1, 10_000).default(100),
+  RELAY_BATCH_SIZE: wholeNumber(1, 10_000).default(1_000),
+  RELAY_CONCURRENCY: wholeNumber(1, 8).default(2),
   RELAY_POLL_INTERVAL: durationText('5s').default(5_000),
   RELAY_SEND_TIMEOUT: durationText('30s').default(30_000),
   RELAY_MAX_BACKOFF: durationText('30s').default(30_000),
@@ -341,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     relay: {
       batchSize: v.RELAY_BATCH_SIZE,
+      concurrency: v.RELAY_CONCURRENCY,
       pollIntervalMs: v.RELAY_POLL_INTERVAL,
       sendTimeoutMs: v.RELAY_SEND_TIMEOUT,
       maxBackoffMs: v.RELAY_MAX_BACKOFF,

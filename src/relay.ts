@@ -23,7 +23,8 @@ async function main(): Promise<void> {
   const pool = createPool(
     {
       connectionString: databaseUrl,
-      max: 2,
+      // A transaction per lane, and one more for the cleanup and the backlog gauge.
+      max: config.relay.concurrency + 1,
       applicationName: 'expiry-reminder-relay',
       session: relaySessionLimits(config),
     },

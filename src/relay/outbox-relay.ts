@@ -53,16 +53,25 @@ type BatchOutcome = { claimed: number; published: number; rejected: number } | {
 
 const ids = (rows: readonly OutboxMessage[]) => rows.map((r) => r.id);
 
+/**
+ * One claim-send-mark loop with a producer of its own. A relay runs RELAY_CONCURRENCY of them, so one lane
+ * claims and marks in PostgreSQL while another waits for Kafka. They keep per-key order the way separate
+ * relays do: a lane's claim leaves out every key with an earlier row another lane holds.
+ */
+interface Lane {
+  producer: RelayProducer | undefined;
+}
+
 /** Publishes outbox rows until stopped. */
 export class OutboxRelay {
-  private producer: RelayProducer | undefined;
+  private readonly lanes: Lane[];
   private readonly partitions: TopicPartitions;
   private listener: pg.Client | undefined;
   private stopping = false;
-  /** Ends the current wait early: set for notifications and stop, or for stop only while backing off. */
-  private wakeUp: (() => void) | undefined;
-  private wakeOnStop: (() => void) | undefined;
-  private loop: Promise<void> | undefined;
+  /** Ends the lanes' current waits early: notifications and stop, or stop only while backing off. */
+  private readonly wakeOnNotify = new Set<() => void>();
+  private readonly wakeOnStop = new Set<() => void>();
+  private loops: Promise<void>[] = [];
   private lastCleanup = 0;
   private readonly log: Logger;
   /** Rows published since start, for progress lines. */
@@ -71,6 +80,7 @@ export class OutboxRelay {
   constructor(private readonly deps: RelayDeps) {
     this.log = deps.logger.child({ component: 'relay' });
     this.partitions = new TopicPartitions(deps.kafka, deps.config);
+    this.lanes = Array.from({ length: deps.config.relay.concurrency }, () => ({ producer: undefined }));
   }
 
   /**
@@ -81,27 +91,29 @@ export class OutboxRelay {
   async start(): Promise<void> {
     await checkRelaySession(this.deps.pool, this.deps.config.relay.sendTimeoutMs);
     await this.listen();
-    this.loop = this.run();
+    this.loops = this.lanes.map((lane) => this.run(lane));
   }
 
   /** Stops after the batch in flight (it commits or rolls back whole), then disconnects. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wakeOnStop?.();
-    await this.loop;
-    await this.producer?.close();
-    this.producer = undefined;
+    for (const wake of [...this.wakeOnStop]) wake();
+    await Promise.all(this.loops);
+    for (const lane of this.lanes) {
+      await lane.producer?.close();
+      lane.producer = undefined;
+    }
     await this.listener?.end().catch(() => {});
     this.listener = undefined;
   }
 
-  private async run(): Promise<void> {
+  private async run(lane: Lane): Promise<void> {
     let failures = 0;
     let failing = false;
     while (!this.stopping) {
       let outcome: BatchOutcome;
       try {
-        outcome = await this.publishBatch();
+        outcome = await this.publishBatch(lane);
       } catch (err) {
         // The database failed (the claim, or recording the outcome); the rows stay as they were.
         outcome = { failed: err as Error, rows: 0 };
@@ -134,14 +146,14 @@ export class OutboxRelay {
    * refused on their own are recorded (and parked at the limit), and rows without a verdict are recorded
    * as failed (`attempts`, `last_error`) and released for the next try. All of it commits together.
    */
-  async publishBatch(): Promise<BatchOutcome> {
+  async publishBatch(lane: Lane = this.lanes[0]): Promise<BatchOutcome> {
     const { relay } = this.deps.config;
     const metrics = this.deps.metrics;
     const endTimer = metrics?.batchDuration.startTimer();
     const result = await withTransaction(this.deps.pool, async (tx) => {
       const rows = await claimUnpublished(tx, relay.batchSize);
       if (rows.length === 0) return undefined;
-      const delivery = await this.send(rows);
+      const delivery = await this.send(lane, rows);
       if (delivery.published.length > 0) {
         await this.deps.onSent?.(ids(delivery.published));
         await markPublished(tx, ids(delivery.published));
@@ -183,13 +195,13 @@ export class OutboxRelay {
    * down before returning, so before the rows are released: a send given up on cannot land later,
    * behind another relay's copy of the same rows.
    */
-  private async send(rows: OutboxMessage[]): Promise<Delivery> {
+  private async send(lane: Lane, rows: OutboxMessage[]): Promise<Delivery> {
     const endSpans = startPublishSpans(this.deps.tracer ?? otel.trace.getTracer('expiry-reminder-relay'), rows);
-    this.producer ??= new RelayProducer(
+    lane.producer ??= new RelayProducer(
       (socketFactory) => createKafka(this.deps.config, this.deps.logger, { socketFactory }),
       this.deps.kafkaSocketFactory,
     );
-    const producer = this.producer;
+    const producer = lane.producer;
     const deadline = new Deadline(this.deps.config.relay.sendTimeoutMs, () => producer.abandon());
     let delivery: Delivery;
     try {
@@ -211,16 +223,16 @@ export class OutboxRelay {
     }
     if (delivery.failed.length > 0 || producer.abandoned) {
       this.partitions.invalidate();
-      await this.dropProducer();
+      await this.dropProducer(lane);
     }
     endSpans(delivery);
     return delivery;
   }
 
   /** Abandons the producer and waits for it to wind down; the next batch starts a fresh one. */
-  private async dropProducer(): Promise<void> {
-    const producer = this.producer;
-    this.producer = undefined;
+  private async dropProducer(lane: Lane): Promise<void> {
+    const producer = lane.producer;
+    lane.producer = undefined;
     if (producer && !(await producer.windDown())) {
       this.log.warn({ openSockets: producer.openSockets }, 'abandoned producer still winding down; it sends nothing');
     }
@@ -245,7 +257,9 @@ export class OutboxRelay {
       connectionString: this.deps.listenUrl,
       application_name: 'expiry-reminder-relay-listen',
     });
-    client.on('notification', () => this.wakeUp?.());
+    client.on('notification', () => {
+      for (const wake of [...this.wakeOnNotify]) wake();
+    });
     client.on('error', (err) => {
       this.log.warn({ err: redactUrl(err.message) }, 'LISTEN connection lost; polling until it is back');
       if (this.listener === client) this.listener = undefined;
@@ -269,13 +283,13 @@ export class OutboxRelay {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.wakeUp = undefined;
-        this.wakeOnStop = undefined;
+        this.wakeOnNotify.delete(done);
+        this.wakeOnStop.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.wakeOnStop = done;
-      this.wakeUp = onNotify ? done : undefined;
+      this.wakeOnStop.add(done);
+      if (onNotify) this.wakeOnNotify.add(done);
     });
   }
 }

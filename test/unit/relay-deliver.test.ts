@@ -187,16 +187,17 @@ test('only refusals for a request’s content count as a row’s fault', () => {
   }
 });
 
-describe('RELAY_MAX_ATTEMPTS', () => {
-  test('defaults to 10 and reads a whole number', () => {
-    expect(loadConfig({}).relay.maxAttempts).toBe(10);
-    expect(loadConfig({ RELAY_MAX_ATTEMPTS: '3' }).relay.maxAttempts).toBe(3);
+describe.each([
+  ['RELAY_MAX_ATTEMPTS', 'maxAttempts', 10, 1000],
+  ['RELAY_CONCURRENCY', 'concurrency', 2, 8],
+] as const)('%s', (name, field, byDefault, max) => {
+  test(`defaults to ${byDefault} and reads a whole number`, () => {
+    expect(loadConfig({}).relay[field]).toBe(byDefault);
+    expect(loadConfig({ [name]: '3' }).relay[field]).toBe(3);
   });
 
-  test.each(['0', '-1', '2.5', 'ten', '1001'])('refuses %s, naming the variable', (value) => {
-    expect(() => loadConfig({ RELAY_MAX_ATTEMPTS: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ RELAY_MAX_ATTEMPTS: value })).toThrow(
-      `RELAY_MAX_ATTEMPTS="${value}": expected a whole number from 1 to 1000`,
-    );
+  test.each(['0', '-1', '2.5', 'ten', String(max + 1)])('refuses %s, naming the variable', (value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(`${name}="${value}": expected a whole number from 1 to ${max}`);
   });
 });

@@ -12,7 +12,8 @@ export interface RelayProcess {
 /** Starts `npm run relay`'s program (`dist`, compiled, or `src` under tsx) and waits for `relay started`. */
 export async function startRelayProcess(kind: string, env: Record<string, string | undefined>): Promise<RelayProcess> {
   const child = spawn(process.execPath, buildEntryCommand(kind, 'relay'), {
-    env: { ...process.env, ...env, METRICS_PORT: '0', LOG_LEVEL: process.env.BENCH_RELAY_LOG_LEVEL ?? 'info' },
+    // At info: its `relay started` line is how this knows it is up (and it logs one line per batch).
+    env: { ...process.env, ...env, METRICS_PORT: '0', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
@@ -29,6 +30,7 @@ export async function startRelayProcess(kind: string, env: Record<string, string
     child.once('exit', (code) =>
       reject(new Error(`the relay exited (${code}) before it started:\n${output.join('')}`)),
     );
+    setTimeout(() => reject(new Error(`the relay did not start within 60 s:\n${output.join('')}`)), 60_000).unref();
   });
   return {
     child,
