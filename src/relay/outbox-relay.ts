@@ -16,6 +16,7 @@ import {
   markPublished,
   markRejected,
   OUTBOX_CHANNEL,
+  preferIndexOrder,
   type OutboxMessage,
 } from '../db/outbox';
 import { withTransaction } from '../db/pool';
@@ -151,6 +152,7 @@ export class OutboxRelay {
     const metrics = this.deps.metrics;
     const endTimer = metrics?.batchDuration.startTimer();
     const result = await withTransaction(this.deps.pool, async (tx) => {
+      await preferIndexOrder(tx);
       const rows = await claimUnpublished(tx, relay.batchSize);
       if (rows.length === 0) return undefined;
       const delivery = await this.send(lane, rows);
