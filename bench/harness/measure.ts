@@ -56,8 +56,12 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
     const close = stat.lastIndexOf(')');
     const comm = stat.slice(stat.indexOf('(') + 1, close);
     const f = stat.slice(close + 2).split(' ');
-    const cpu = (Number(f[11]) + Number(f[12])) / tick;
     const pid = Number(entry);
+    // PostgreSQL's backends come and go (a pool closes idle connections); the postmaster reaps them, and
+    // their CPU moves into its cutime and cstime. Without those a backend that exits mid-run takes its
+    // seconds with it, and the group's delta can even go negative.
+    const reaped = comm === 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
+    const cpu = (Number(f[11]) + Number(f[12]) + reaped) / tick;
     const key =
       pid === workerPid
         ? 'worker'

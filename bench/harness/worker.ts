@@ -33,13 +33,18 @@ export function buildWorkerCommand(kind: string): string[] {
 
 let built = false;
 
-/** The same for any entry point (`worker`, `relay`); the build runs once per benchmark. */
+/**
+ * The same for any entry point (`worker`, `relay`); the build runs once per benchmark. With
+ * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it exits (open it in Chrome's
+ * DevTools): Node refuses `--cpu-prof` in NODE_OPTIONS, so it has to be an argument.
+ */
 export function buildEntryCommand(kind: string, entry: 'worker' | 'relay'): string[] {
-  if (kind === 'src') return ['--import', 'tsx', path.join(ROOT, 'src', `${entry}.ts`)];
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  if (kind === 'src') return [...profile, '--import', 'tsx', path.join(ROOT, 'src', `${entry}.ts`)];
   if (kind !== 'dist') throw new Error(`--worker must be dist or src, got ${kind}`);
   if (!built) execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   built = true;
-  return [path.join(ROOT, 'dist', `${entry}.js`)];
+  return [...profile, path.join(ROOT, 'dist', `${entry}.js`)];
 }
 
 /** Starts the worker on `taskQueue` with the stack's variables and the benchmark's database and pool. */

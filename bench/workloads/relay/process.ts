@@ -1,23 +1,53 @@
 /** The relay as a separate process, as deployed, so its CPU and memory are its own. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { buildEntryCommand } from '../../harness/worker';
+
+const RESULTS = path.resolve(__dirname, '..', '..', 'results');
 
 export interface RelayProcess {
   child: ChildProcess;
   /** The last lines it wrote, for an error message. */
   tail(): string;
+  /** Rows it has marked published since it started, from its `published` log lines (written after commit). */
+  published(): number;
+  /**
+   * Resolves once it has published `rows` rows, read from its log: the driver must not poll the outbox
+   * meanwhile, since a count over 300,000 unpublished rows every few milliseconds costs PostgreSQL more CPU
+   * than the relay's own statements and holds back the cleanup of the index entries the claim walks.
+   */
+  waitForPublished(rows: number, timeoutMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Starts `npm run relay`'s program (`dist`, compiled, or `src` under tsx) and waits for `relay started`. */
 export async function startRelayProcess(kind: string, env: Record<string, string | undefined>): Promise<RelayProcess> {
   const child = spawn(process.execPath, buildEntryCommand(kind, 'relay'), {
-    // At info: its `relay started` line is how this knows it is up (and it logs one line per batch).
+    // At info: its `relay started` line is how this knows it is up, and its `published` lines count rows.
     env: { ...process.env, ...env, METRICS_PORT: '0', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Its whole log, for reading after the run (each `published` line has the batch's claim, send and commit ms).
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const log = fs.createWriteStream(path.join(RESULTS, `relay-${new Date().toISOString().replace(/[:.]/g, '')}.log`));
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
   const output: string[] = [];
+  let partial = '';
+  let published = 0;
+  const waiters = new Set<() => void>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes('"msg":"published"')) continue;
+      const total = (JSON.parse(line) as { total?: number }).total;
+      if (typeof total === 'number') published = total;
+    }
+    for (const check of [...waiters]) check();
+  });
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output.push(chunk.toString());
@@ -32,9 +62,32 @@ export async function startRelayProcess(kind: string, env: Record<string, string
     );
     setTimeout(() => reject(new Error(`the relay did not start within 60 s:\n${output.join('')}`)), 60_000).unref();
   });
+  const tail = () => output.join('').slice(-4000);
   return {
     child,
-    tail: () => output.join('').slice(-4000),
+    tail,
+    published: () => published,
+    waitForPublished: (rows, timeoutMs) =>
+      new Promise<void>((resolve, reject) => {
+        const finish = (err?: Error) => {
+          waiters.delete(check);
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          if (err) reject(err);
+          else resolve();
+        };
+        const check = () => {
+          if (published >= rows) finish();
+        };
+        const onExit = (code: number | null) => finish(new Error(`the relay exited (${code}):\n${tail()}`));
+        const timer = setTimeout(
+          () => finish(new Error(`${published} of ${rows} rows published after ${timeoutMs / 1000} s:\n${tail()}`)),
+          timeoutMs,
+        );
+        waiters.add(check);
+        child.once('exit', onExit);
+        check();
+      }),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
