@@ -45,7 +45,8 @@ async function main(): Promise<void> {
     config,
     logger,
     metrics,
-    tracer: tracing.tracer,
+    // Spans nobody exports still cost the relay CPU for every row (bench/REPORT.md, "Relay").
+    tracer: tracing.exporting ? tracing.tracer : undefined,
   });
   const server = config.metricsPort
     ? await startMetricsServer({

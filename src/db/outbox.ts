@@ -15,7 +15,11 @@ export interface OutboxMessage {
   message_key: string;
   event_type: string;
   contract_version: number;
-  payload: unknown;
+  /**
+   * The payload's JSON text as PostgreSQL prints the stored jsonb, sent to Kafka as it is: parsing it into
+   * objects and printing it again cost the relay CPU for every row and changed nothing a JSON reader sees.
+   */
+  payload: string;
   correlation_id: string;
   attempts: number;
   /** W3C traceparent of the owner transaction that wrote the row, when it was traced. */
@@ -23,14 +27,45 @@ export interface OutboxMessage {
 }
 
 /**
- * Makes the claim walk `ix_outbox_messages_unpublished` in order and stop at its limit, for the rest of the
- * calling transaction. Without it the planner, whenever its statistics predate a bulk insert (a cycle writes
- * a day's events in minutes, autoanalyze comes later), reads every unpublished row in a bitmap scan and sorts
- * them for each claim: 870 ms a claim at 300,000 rows, against 13 ms in index order (bench/REPORT.md, "Relay").
+ * Pins the claim's plan for the rest of the calling transaction: walk `ix_outbox_messages_claimable` in
+ * order and stop at the limit, then look each claimed row's key up in `ix_outbox_messages_unpublished_key`.
+ * Each claim then costs the same whatever the backlog.
+ *
+ * A queue's statistics are wrong most of the time (autoanalyze finds the outbox nearly empty, then a cycle
+ * writes a day's events in minutes), and every plan the planner picked instead grew with the backlog: a
+ * bitmap scan and sort of every unpublished row (870 ms a claim at 300,000 rows, against 13 ms), a hash
+ * anti join over all of them, or, under "a few rows" statistics, a scan of all of them for each claimed row
+ * (12.7 s). `test/integration/relay-claim-plan.test.ts` checks the plan under three kinds of statistics.
  */
 export async function preferIndexOrder(db: Queryable): Promise<void> {
-  await db.query('set local enable_bitmapscan = off; set local enable_sort = off');
+  await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
 }
+
+/** The claim (see {@link claimUnpublished}); one constant so that its plan can be explained as it runs. */
+const CLAIM_SQL = `
+  with batch as materialized (
+    select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
+           payload::text as payload, correlation_id, attempts, trace_context, created_at
+      from profile.outbox_messages
+     where published_at is null
+       and parked_at is null
+       and message_key not in (${PARKED_KEYS_SQL})
+     order by created_at, id
+     limit $1
+       for update skip locked
+  )
+  select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
+         correlation_id, attempts, trace_context
+    from batch b
+   -- A scalar subquery, not NOT EXISTS: the planner may turn NOT EXISTS into a join and then scan every
+   -- unpublished row for each batch row; a subquery runs per row, as a key lookup.
+   where (select 1 from profile.outbox_messages e
+           where e.message_key = b.message_key
+             and e.published_at is null
+             and (e.created_at, e.id) < (b.created_at, b.id)
+             and e.id not in (select id from batch)
+           limit 1) is null
+   order by created_at, id`;
 
 /**
  * Locks up to `limit` unpublished rows, oldest first, for the calling transaction, skipping rows another
@@ -43,31 +78,14 @@ export async function preferIndexOrder(db: Queryable): Promise<void> {
  * still shows as unpublished any row another relay publishes while this statement runs.
  */
 export async function claimUnpublished(db: Queryable, limit: number): Promise<OutboxMessage[]> {
-  const { rows } = await db.query<OutboxMessage>(
-    `with batch as materialized (
-       select id, message_key, created_at
-         from profile.outbox_messages
-        where published_at is null
-          and parked_at is null
-          and message_key not in (${PARKED_KEYS_SQL})
-        order by created_at, id
-        limit $1
-          for update skip locked
-     )
-     select o.id, o.aggregate_type, o.aggregate_id, o.topic, o.message_key, o.event_type, o.contract_version,
-            o.payload, o.correlation_id, o.attempts, o.trace_context
-       from batch b
-       join profile.outbox_messages o on o.id = b.id
-      where not exists (
-        select 1 from profile.outbox_messages e
-         where e.message_key = b.message_key
-           and e.published_at is null
-           and (e.created_at, e.id) < (b.created_at, b.id)
-           and e.id not in (select id from batch))
-      order by b.created_at, b.id`,
-    [limit],
-  );
+  const { rows } = await db.query<OutboxMessage>(CLAIM_SQL, [limit]);
   return rows;
+}
+
+/** The claim's plan as PostgreSQL would run it now, in the calling transaction's settings (bench, tests). */
+export async function explainClaim(db: Queryable, limit: number): Promise<string> {
+  const { rows } = await db.query<{ 'QUERY PLAN': string }>(`explain ${CLAIM_SQL}`, [limit]);
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
 /** Marks claimed rows published (and counts the attempt). */

@@ -22,6 +22,8 @@ export const OTEL_WORKFLOW_INTERCEPTORS =
 
 export interface Tracing {
   tracer: otel.Tracer;
+  /** Whether spans go anywhere (an OTLP endpoint or a given processor); callers may skip spans when not. */
+  exporting: boolean;
   resource: Resource;
   spanProcessor: SpanProcessor;
   /** Flushes and stops export. */
@@ -58,6 +60,7 @@ export function createTracing(options: TracingOptions): Tracing {
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
   return {
     tracer: provider.getTracer('expiry-reminder'),
+    exporting: Boolean(options.spanProcessor ?? options.otlpEndpoint),
     resource,
     spanProcessor,
     shutdown: () => provider.shutdown(),

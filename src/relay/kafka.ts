@@ -97,5 +97,5 @@ export function messageHeaders(row: OutboxMessage): IHeaders {
 
 /** The Kafka message for an outbox row: key = owner id, value = the JSON payload as stored. */
 export function toKafkaMessage(row: OutboxMessage): Message {
-  return { key: row.message_key, value: JSON.stringify(row.payload), headers: messageHeaders(row) };
+  return { key: row.message_key, value: row.payload, headers: messageHeaders(row) };
 }

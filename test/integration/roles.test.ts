@@ -55,7 +55,7 @@ test('re-running the migrations is a no-op', async () => {
       'ux_document_expiry_reminders_dedupe',
       'ix_document_expiry_reminders_owner',
       'ix_document_expiry_reminders_expires_at',
-      'ix_outbox_messages_unpublished',
+      'ix_outbox_messages_claimable',
     ]),
   );
   expect(await runMigrations({ connectionString: stack.db.ownerUrl })).toEqual([]);

@@ -25,7 +25,7 @@ function row(id: string, key = id): OutboxMessage {
     message_key: key,
     event_type: 'E',
     contract_version: 1,
-    payload: {},
+    payload: '{}',
     correlation_id: 'c',
     attempts: 0,
     trace_context: null,
