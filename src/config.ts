@@ -43,6 +43,8 @@ export interface Config {
     /** Claim-send-mark loops at once, each with its own producer (see the relay's lanes). */
     concurrency: number;
     pollIntervalMs: number;
+    /** How long a lane woken by NOTIFY after a partial claim waits for more rows before it claims (0 = none). */
+    lingerMs: number;
     sendTimeoutMs: number;
     maxBackoffMs: number;
     /** A row Kafka refused on its own this many times is parked (docs/DESIGN.md#relay-poison-rows). */
@@ -212,6 +214,7 @@ const schema = z.object({
   RELAY_BATCH_SIZE: wholeNumber(1, 10_000).default(1_000),
   RELAY_CONCURRENCY: wholeNumber(1, 8).default(2),
   RELAY_POLL_INTERVAL: durationText('5s').default(5_000),
+  RELAY_LINGER: durationOrZero('200ms').default(200),
   RELAY_SEND_TIMEOUT: durationText('30s').default(30_000),
   RELAY_MAX_BACKOFF: durationText('30s').default(30_000),
   RELAY_MAX_ATTEMPTS: wholeNumber(1, 1000).default(10),
@@ -346,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchSize: v.RELAY_BATCH_SIZE,
       concurrency: v.RELAY_CONCURRENCY,
       pollIntervalMs: v.RELAY_POLL_INTERVAL,
+      lingerMs: v.RELAY_LINGER,
       sendTimeoutMs: v.RELAY_SEND_TIMEOUT,
       maxBackoffMs: v.RELAY_MAX_BACKOFF,
       maxAttempts: v.RELAY_MAX_ATTEMPTS,

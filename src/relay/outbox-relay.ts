@@ -138,7 +138,14 @@ export class OutboxRelay {
       failing = false;
       failures = 0;
       await this.cleanupIfDue();
-      if (outcome.claimed < this.deps.config.relay.batchSize) await this.sleep(this.deps.config.relay.pollIntervalMs);
+      const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
+      if (outcome.claimed < batchSize) {
+        await this.sleep(pollIntervalMs);
+        // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
+        // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
+        // New rows stay put a moment longer so that one claim takes several commits' rows.
+        if (lingerMs > 0) await this.sleep(lingerMs, false);
+      }
     }
   }
 

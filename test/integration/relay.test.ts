@@ -38,16 +38,18 @@ function relayConfig(overrides: Record<string, string> = {}) {
   });
 }
 
+/** A relay (not started) on the file's database, with its log lines kept. */
 function newRelay(overrides: Record<string, string> = {}) {
   const logs = new CapturedLogs();
   const config = relayConfig(overrides);
-  return new OutboxRelay({
+  const relay = new OutboxRelay({
     pool: stack.relayPool,
     listenUrl: stack.db.relayUrl,
     kafka: createKafka(config),
     config,
     logger: logs.logger,
   });
+  return Object.assign(relay, { logs });
 }
 
 async function unpublished(): Promise<number> {
@@ -213,4 +215,48 @@ test('a relay process stops cleanly on SIGTERM', async () => {
   child.kill('SIGTERM');
   const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
   expect(code).toBe(0);
+});
+
+describe('RELAY_LINGER', () => {
+  /** Commits `commits` transactions of 4 rows each, `gapMs` apart, each with its own NOTIFY. */
+  async function commitSeveral(commits: number, gapMs: number): Promise<void> {
+    for (let i = 0; i < commits; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+      await stack.db.admin.query(
+        `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type,
+                                              contract_version, payload, correlation_id)
+         select gen_random_uuid(), 'Profile', gen_random_uuid(), $1, gen_random_uuid()::text, 'RelayTest', 1,
+                '{}'::jsonb, 'linger'
+           from generate_series(1, 4)`,
+        [TOPIC],
+      );
+    }
+  }
+
+  /**
+   * Starts a relay of one lane (two could split a claim between them), woken by NOTIFY only, waits until it is
+   * idle, lets `work` commit rows, and returns the sizes of its batches.
+   */
+  async function batchesOf(linger: string, work: () => Promise<void>): Promise<number[]> {
+    const relay = newRelay({ RELAY_LINGER: linger, RELAY_POLL_INTERVAL: '1m', RELAY_CONCURRENCY: '1' });
+    await relay.start();
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // past the first, empty claims
+      await work();
+      await waitFor(async () => (await unpublished()) === 0, 30_000);
+    } finally {
+      await relay.stop();
+    }
+    return relay.logs.messages('published').map((l) => l.published as number);
+  }
+
+  test('rows committed within the linger go out in one claim, not one per commit', async () => {
+    const batches = await batchesOf('2s', () => commitSeveral(5, 100));
+    expect(batches).toEqual([20]);
+  });
+
+  test('with RELAY_LINGER=0 each commit is claimed as it comes', async () => {
+    const batches = await batchesOf('0', () => commitSeveral(3, 700));
+    expect(batches).toEqual([4, 4, 4]);
+  });
 });

@@ -76,6 +76,8 @@ describe('loadConfig', () => {
     ['REMINDER_MAX_RUN_DURATION', 'ten minutes', ['expected a positive duration with a unit', 'e.g. 10m']],
     ['REMINDER_MAX_RUN_DURATION', '10', ['expected a positive duration with a unit', 'e.g. 10m']],
     ['REMINDER_POLLING_OFFSET', '24h', ['expected less than REMINDER_POLLING_INTERVAL (1d)']],
+    ['RELAY_LINGER', '200', ['expected a duration with a unit', 'e.g. 200ms']],
+    ['RELAY_LINGER', '-1s', ['expected a duration with a unit', 'e.g. 200ms']],
     ['DATABASE_URL', 'mysql://x', ['expected a URL such as postgres://user:password@host:5432/database']],
   ])('rejects %s=%j, naming the variable, the value and what is expected', (name, value, fragments) => {
     const err = configError({ [name]: value });
@@ -90,6 +92,12 @@ describe('loadConfig', () => {
     expect(scheduledCycleTimeoutMs(3_600_000)).toBe(54 * 60_000);
     // Never below a minute, however short the interval (tests run schedules every few seconds).
     expect(scheduledCycleTimeoutMs(2_000)).toBe(60_000);
+  });
+
+  it('reads RELAY_LINGER with a unit or as 0, and defaults to 200 ms', () => {
+    expect(loadConfig({}).relay.lingerMs).toBe(200);
+    expect(loadConfig({ RELAY_LINGER: '1.5s' }).relay.lingerMs).toBe(1_500);
+    expect(loadConfig({ RELAY_LINGER: '0' }).relay.lingerMs).toBe(0);
   });
 
   it('turns the idle-in-transaction timeout into the busy-owner retry window, and 0 into ten minutes', () => {
