@@ -37,15 +37,18 @@ export interface OutboxMessage {
  * anti join over all of them, or, under "a few rows" statistics, a scan of all of them for each claimed row
  * (12.7 s). `test/integration/relay-claim-plan.test.ts` checks the plan under three kinds of statistics.
  */
-export async function preferIndexOrder(db: Queryable): Promise<void> {
+export async function pinClaimPlan(db: Queryable): Promise<void> {
   await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
 }
+
+/** The columns of an {@link OutboxMessage}, the payload as text; for anything that sends what the relay sends. */
+export const OUTBOX_MESSAGE_COLUMNS = `id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
+  payload::text as payload, correlation_id, attempts, trace_context`;
 
 /** The claim (see {@link claimUnpublished}); one constant so that its plan can be explained as it runs. */
 const CLAIM_SQL = `
   with batch as materialized (
-    select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
-           payload::text as payload, correlation_id, attempts, trace_context, created_at
+    select ${OUTBOX_MESSAGE_COLUMNS}, created_at
       from profile.outbox_messages
      where published_at is null
        and parked_at is null
@@ -82,7 +85,7 @@ export async function claimUnpublished(db: Queryable, limit: number): Promise<Ou
   return rows;
 }
 
-/** The claim's plan as PostgreSQL would run it now, in the calling transaction's settings (bench, tests). */
+/** The claim's plan as PostgreSQL would run it now, in the calling transaction's settings (for tests). */
 export async function explainClaim(db: Queryable, limit: number): Promise<string> {
   const { rows } = await db.query<{ 'QUERY PLAN': string }>(`explain ${CLAIM_SQL}`, [limit]);
   return rows.map((r) => r['QUERY PLAN']).join('\n');

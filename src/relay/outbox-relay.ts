@@ -16,7 +16,7 @@ import {
   markPublished,
   markRejected,
   OUTBOX_CHANNEL,
-  preferIndexOrder,
+  pinClaimPlan,
   type OutboxMessage,
 } from '../db/outbox';
 import { withTransaction } from '../db/pool';
@@ -162,7 +162,7 @@ export class OutboxRelay {
     let claimedAt = 0;
     let sentAt = 0;
     const result = await withTransaction(this.deps.pool, async (tx) => {
-      await preferIndexOrder(tx);
+      await pinClaimPlan(tx);
       const rows = await claimUnpublished(tx, relay.batchSize);
       if (rows.length === 0) return undefined;
       claimedAt = performance.now();

@@ -5,7 +5,8 @@
  * planner once checked per-key order by scanning every unpublished row for each row of the batch: 12.7 s
  * a claim at the end of a 500,000-event cycle (bench/REPORT.md, "Relay").
  */
-import { explainClaim, preferIndexOrder } from '../../src/db/outbox';
+import crypto from 'node:crypto';
+import { explainClaim, pinClaimPlan } from '../../src/db/outbox';
 import { withTransaction } from '../../src/db/pool';
 import { useIntegration } from '../support/harness';
 
@@ -19,17 +20,16 @@ async function insertRows(rows: number): Promise<void> {
              correlation_id, created_at)
      select gen_random_uuid(), 'person', o.owner, 'profile.document-expiry-reminder', o.owner::text,
             'DocumentExpiryReminder', 1, '{}'::jsonb, 'plan-test', clock_timestamp()
-       from (select case when n % 10 = 0 then md5((n - 1)::text)::uuid else md5(n::text || random())::uuid end
-                    as owner
+       from (select md5((case when n % 10 = 0 then n - 1 else n end)::text || $2)::uuid as owner
                from generate_series(1, $1::int) as n) o`,
-    [rows],
+    [rows, crypto.randomUUID()],
   );
 }
 
 /** The plan of the relay's claim in the relay's transaction settings. */
 function claimPlan(): Promise<string> {
   return withTransaction(stack.db.admin, async (tx) => {
-    await preferIndexOrder(tx);
+    await pinClaimPlan(tx);
     return explainClaim(tx, 1000);
   });
 }

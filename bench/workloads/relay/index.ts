@@ -10,7 +10,7 @@
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
-import type { OutboxMessage } from '../../../src/db/outbox';
+import { OUTBOX_MESSAGE_COLUMNS, type OutboxMessage } from '../../../src/db/outbox';
 import { TOPIC } from '../../../src/domain/names';
 import { ensureTopic, toKafkaMessage } from '../../../src/relay/kafka';
 import { cpuDelta, cpuSnapshot, measurement, sampleRss, type Measurement } from '../../harness/measure';
@@ -90,9 +90,7 @@ async function bareProducer(bench: Bench, kafka: Kafka, rows: number): Promise<M
   await reset(bench.admin);
   await seedOutbox(bench.admin, rows, `bench-relay-${crypto.randomBytes(3).toString('hex')}`);
   const { rows: stored } = await bench.admin.query<OutboxMessage>(
-    `select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
-            payload::text as payload, correlation_id, attempts, trace_context
-       from profile.outbox_messages order by created_at, id`,
+    `select ${OUTBOX_MESSAGE_COLUMNS} from profile.outbox_messages order by created_at, id`,
   );
   const messages = stored.map(toKafkaMessage);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

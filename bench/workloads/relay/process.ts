@@ -31,8 +31,10 @@ export async function startRelayProcess(kind: string, env: Record<string, string
   // Its whole log, for reading after the run (each `published` line has the batch's claim, send and commit ms).
   fs.mkdirSync(RESULTS, { recursive: true });
   const log = fs.createWriteStream(path.join(RESULTS, `relay-${new Date().toISOString().replace(/[:.]/g, '')}.log`));
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
+  // Two sources into one file: neither may end it, or the other's last lines would be written after its end.
+  child.stdout!.pipe(log, { end: false });
+  child.stderr!.pipe(log, { end: false });
+  child.once('close', () => log.end());
   const output: string[] = [];
   let partial = '';
   let published = 0;
