@@ -61,6 +61,7 @@ export async function claimPage(
        contractVersion: '$11',
        jobRunId: '$12',
        traceContext: 'null',
+       queuedBy: 'null',
      })}
      select (select count(*)::int from page) as page_count,
             (select expires_at from last_row) as last_expires_at,

@@ -10,7 +10,7 @@ import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
-import { deleteExpiredMarkers } from '../db/reminders';
+import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import type { Logger } from '../observability/logger';
 import type { WorkerMetrics } from '../observability/metrics';
 import { toActivityFailure } from './errors';
@@ -126,17 +126,18 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       }
     },
 
-    /**
-     * docs/DESIGN.md#prune: deletes markers of documents that expired before AsOfDate − RetentionDays, in chunks of
-     * their own transactions, heartbeating between them so a retry after a crash just continues.
-     */
     remindOwners,
 
+    /**
+     * docs/DESIGN.md#prune: deletes markers of documents that expired before AsOfDate − RetentionDays, after
+     * raising the ledger's prune cutoff to that date, in chunks of their own transactions, heartbeating between them so a retry after a crash just continues.
+     */
     async pruneReminders(input: PruneInput): Promise<number> {
       const cutoff = addDays(input.asOfDate, -input.retentionDays);
       const chunk = input.chunkSize ?? 5_000;
       let total = 0;
       try {
+        await raisePruneCutoff(pool, cutoff);
         for (;;) {
           const deleted = await deleteExpiredMarkers(pool, cutoff, chunk);
           total += deleted;

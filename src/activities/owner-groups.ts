@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import { claimOwners, type OwnerClaim } from '../db/reminders';
+import { claimOwners, selectQueuedBy, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './index';
@@ -47,13 +47,20 @@ export interface RemindOwnersResult {
 export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>) {
   const log = logger.child({ component: 'activities' });
 
-  /** Claims the owners in one transaction, then logs and counts what was won (after the commit). */
+  /**
+   * Claims the owners in one transaction, then logs and counts what was won (after the commit). With
+   * `readBack`, what an earlier attempt of this activity committed for these owners counts as won here
+   * too: that attempt's worker may have died before it reported, and the claim finds nothing left.
+   */
   async function claimInTransaction(
     input: CandidateWindow & { asOf: string; jobRunId: string },
     ownerUserIds: string[],
+    queuedBy: string,
+    readBack: boolean,
   ): Promise<OwnerClaim[]> {
-    const claims = await withTransaction(pool, (tx) =>
-      claimOwners(tx, {
+    const claims = await withTransaction(pool, async (tx) => {
+      const earlier = readBack ? await selectQueuedBy(tx, ownerUserIds, queuedBy, input) : [];
+      const fresh = await claimOwners(tx, {
         ownerUserIds,
         asOfDate: input.asOfDate,
         thresholdsDays: input.thresholdsDays,
@@ -61,8 +68,10 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
         asOf: input.asOf,
         jobRunId: input.jobRunId,
         traceContext: currentTraceparent(),
-      }),
-    );
+        queuedBy,
+      });
+      return mergeEarlier(fresh, earlier);
+    });
     for (const claim of claims) {
       if (claim.busy) {
         log.info(
@@ -94,7 +103,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
    * (the activity's own retries are spent or do not apply); what still fails is reported, not thrown.
    * Once the database stops answering, the remaining owners are reported without more tries.
    */
-  async function isolateOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
+  async function isolateOwners(input: RemindOwnersInput, queuedBy: string): Promise<RemindOwnersResult> {
     const claims: OwnerClaim[] = [];
     const failed: FailedOwner[] = [];
     let unreachable: string | undefined;
@@ -103,7 +112,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
         failed.push({ ownerUserId, error: unreachable });
         continue;
       }
-      const outcome = await claimAlone(input, ownerUserId);
+      const outcome = await claimAlone(input, ownerUserId, queuedBy);
       if (outcome.ok) {
         claims.push(...outcome.claims);
         continue;
@@ -118,10 +127,13 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
   async function claimAlone(
     input: RemindOwnersInput,
     ownerUserId: string,
+    queuedBy: string,
   ): Promise<{ ok: true; claims: OwnerClaim[] } | { ok: false; error: string; unreachable: boolean }> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return { ok: true, claims: await claimInTransaction(input, [ownerUserId]) };
+        // Isolation follows a failed group (whose commit may have been lost on the way back) or a try
+        // of this loop that may have committed: always read back.
+        return { ok: true, claims: await claimInTransaction(input, [ownerUserId], queuedBy, true) };
       } catch (err) {
         if (isPermanentDatabaseError(err) || attempt >= ISOLATED_ATTEMPTS) {
           return { ok: false, error: describeFailure(toActivityFailure(err)), unreachable: isConnectionError(err) };
@@ -139,7 +151,8 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
    */
   async function remindOwners(input: RemindOwnersInput): Promise<RemindOwnersResult> {
     const ctx = Context.current();
-    const { attempt } = ctx.info;
+    const { attempt, activityId, workflowExecution } = ctx.info;
+    const queuedBy = `${workflowExecution?.runId ?? ctx.info.workflowType}/${activityId}`;
     otel.trace
       .getActiveSpan()
       ?.setAttributes({ correlationId: input.jobRunId, owners: input.ownerUserIds.length, attempt });
@@ -147,7 +160,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
     // crashed worker within seconds.
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
-      return summarise(await claimInTransaction(input, input.ownerUserIds), []);
+      return summarise(await claimInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), []);
     } catch (err) {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(
@@ -159,7 +172,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
         },
         'owner group failed, claiming its owners one by one',
       );
-      return await isolateOwners(input);
+      return await isolateOwners(input, queuedBy);
     } finally {
       clearInterval(beat);
     }
@@ -174,6 +187,25 @@ const HEARTBEAT_EVERY_MS = 2_000;
 /** Quick in-process tries per isolated owner, and the first pause between them (×4 each time). */
 const ISOLATED_ATTEMPTS = 3;
 const ISOLATED_BACKOFF_MS = 200;
+
+/**
+ * Adds what an earlier attempt queued to this attempt's claims. An owner the earlier attempt handled is
+ * not busy for this one, even if another transaction holds it now: its reminder is already queued.
+ */
+function mergeEarlier(fresh: OwnerClaim[], earlier: QueuedByEarlierAttempt[]): OwnerClaim[] {
+  if (earlier.length === 0) return fresh;
+  const byOwner = new Map(earlier.map((e) => [e.ownerUserId, e]));
+  return fresh.map((claim) => {
+    const before = byOwner.get(claim.ownerUserId);
+    if (!before) return claim;
+    return {
+      ...claim,
+      busy: false,
+      markersInserted: claim.markersInserted + before.markersInserted,
+      won: [...before.won, ...claim.won],
+    };
+  });
+}
 
 function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersResult {
   const result: RemindOwnersResult = {

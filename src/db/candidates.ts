@@ -1,6 +1,7 @@
 /** The candidate scan, keyset-paged on `(expires_at, id)` over the partial index, and the one "due" predicate. */
 import { addDays } from '../domain/thresholds';
-import type { Queryable } from './pool';
+import pg from 'pg';
+import { withTransaction, type Queryable } from './pool';
 
 /** Keyset position: the last `(expires_at, id)` a page returned. A document value: never in history. */
 export interface PageCursor {
@@ -34,16 +35,55 @@ export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds:
 };
 
 /**
- * The window half of "due" on document alias `doc`: active, not deleted, and
- * `AsOfDate − RetentionDays ≤ expires_at ≤ AsOfDate + MaxThreshold`. The lower bound is the prune's, so a
- * document whose markers were pruned is never scanned again (docs/DESIGN.md#resolutions, resolution 1).
+ * The highest prune cutoff the ledger has applied (migration 011), or null before the first prune. A
+ * scalar subquery: `greatest` ignores its null, so the bound is then AsOfDate − RetentionDays alone.
  */
-export const IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+export const PRUNE_CUTOFF_SQL = '(select c.cutoff from profile.document_expiry_reminder_prune_cutoff c)';
+
+/** Documents of alias `doc` that are active, not deleted, and expire in `[from, to]` (SQL date expressions). */
+export const WINDOW_SQL = (doc: string, from: string, to: string) =>
   `${doc}.expires_at is not null
-        and ${doc}.expires_at >= ${asOfDate}::date - ${retentionDays}::int
-        and ${doc}.expires_at <= ${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)
+        and ${doc}.expires_at >= ${from}
+        and ${doc}.expires_at <= ${to}
         and ${doc}.status = 'Active'
         and not ${doc}.is_deleted`;
+
+/**
+ * The window half of "due" on document alias `doc`:
+ * `greatest(AsOfDate − RetentionDays, prune cutoff) ≤ expires_at ≤ AsOfDate + MaxThreshold`, active and
+ * not deleted. The lower bound is the prune's: a document whose markers any prune deleted, whatever its
+ * AsOf, is never scanned again, so a past AsOf or a longer retention cannot remind it twice
+ * (docs/DESIGN.md#resolutions, resolution 1).
+ */
+export const IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+  WINDOW_SQL(
+    doc,
+    `greatest(${asOfDate}::date - ${retentionDays}::int, ${PRUNE_CUTOFF_SQL})`,
+    `${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)`,
+  );
+
+/** The scan's window as dates, computed before the page statement so the planner sees constants. */
+export interface ScanBounds {
+  from: string;
+  to: string;
+}
+
+/** {@link IN_WINDOW_SQL}'s bounds for `window`, given the ledger's prune cutoff (null: none yet). */
+export function scanBounds(window: CandidateWindow, pruneCutoff: string | null): ScanBounds {
+  const byRetention = addDays(window.asOfDate, -window.retentionDays);
+  return {
+    from: pruneCutoff && pruneCutoff > byRetention ? pruneCutoff : byRetention,
+    to: addDays(window.asOfDate, Math.max(...window.thresholdsDays)),
+  };
+}
+
+/** The ledger's prune cutoff, `YYYY-MM-DD`, or null when nothing was ever pruned. */
+export async function selectPruneCutoff(db: Queryable): Promise<string | null> {
+  const { rows } = await db.query<{ cutoff: string }>(
+    `select cutoff from profile.document_expiry_reminder_prune_cutoff`,
+  );
+  return rows[0]?.cutoff ?? null;
+}
 
 /**
  * The ledger half of "due": no marker at any threshold `t ≤ current(d)` (resolution 2). Equality with
@@ -70,8 +110,62 @@ export const DUE_DOCUMENT_SQL = (asOfDate: string, thresholds: string, retention
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
+ * The page statement: {@link DUE_DOCUMENT_SQL} with the window's bounds as date parameters (`$1` from,
+ * `$2` to, `$3` AsOfDate, `$4` thresholds), after the keyset `($5, $6)`, ids in `[$8, $9)`, `$7` rows.
+ * The bounds are constants, not subqueries, so the planner estimates the window's rows: with subquery
+ * bounds it guessed a third of the table per bound and read and sorted every remaining due document
+ * of the window for each page (bench/REPORT.md, "The page plan").
+ */
+export const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
+       from profile.person_documents d
+      where ${WINDOW_SQL('d', '$1::date', '$2::date')}
+        and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', '$3', '$4'))}
+        and (d.expires_at, d.id) > ($5::date, $6::uuid)
+        and d.id >= $8::uuid
+        and ($9::uuid is null or d.id < $9::uuid)
+      order by d.expires_at, d.id
+      limit $7`;
+
+/**
+ * How a page's transaction opens: read-only, with the plan pinned to the keyset walk of the partial
+ * index and a ledger probe per document. Statistics older than a bulk load (a backlog seeded or
+ * imported an hour ago) made the planner prefer a bitmap scan and a sort of the whole window per page.
+ */
+export const PAGE_PLAN_BEGIN = [
+  'BEGIN READ ONLY',
+  'SET LOCAL enable_sort = off',
+  'SET LOCAL enable_bitmapscan = off',
+  'SET LOCAL enable_hashjoin = off',
+  'SET LOCAL enable_mergejoin = off',
+  'SET LOCAL enable_seqscan = off',
+].join('; ');
+
+/** The page statement's parameters for one id slice. */
+export function candidatePageParams(
+  window: CandidateWindow,
+  bounds: ScanBounds,
+  after: PageCursor,
+  limit: number,
+  fromId: string = NIL_UUID,
+  untilId: string | null = null,
+): unknown[] {
+  return [
+    bounds.from,
+    bounds.to,
+    window.asOfDate,
+    window.thresholdsDays,
+    after.expiresAt,
+    after.id,
+    limit,
+    fromId,
+    untilId,
+  ];
+}
+
+/**
  * One page of due documents ({@link DUE_DOCUMENT_SQL}) after `cursor` (from the window's lower bound when
- * null). Reads only open columns and takes no locks.
+ * null). Reads only open columns and takes no locks. On a pool, each slice runs in its own read-only
+ * transaction with the plan pinned ({@link PAGE_PLAN_BEGIN}); on a client, in the caller's session.
  *
  * With `slices` > 1 the documents are split by id into that many ranges, scanned at once on separate
  * connections (when `db` is a pool), and the page is the first `limit` of their rows in scan order: the
@@ -87,12 +181,18 @@ export async function selectCandidatePage(
   limit: number,
   slices = 1,
 ): Promise<CandidateRow[]> {
+  const bounds = scanBounds(window, await selectPruneCutoff(db));
   // The first page starts just below the window, not at -infinity: the keyset bound is what the
   // index scan starts from, and from -infinity it reads every index entry below the window
   // (bench/REPORT.md, "The idle cycle").
-  const after: PageCursor = cursor ?? { expiresAt: addDays(window.asOfDate, -window.retentionDays - 1), id: NIL_UUID };
+  const after: PageCursor = cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
   const pages = await Promise.all(
-    idRanges(slices).map(([from, until]) => selectCandidateSlice(db, window, after, limit, from, until)),
+    idRanges(slices).map(async ([from, until]) => {
+      const params = candidatePageParams(window, bounds, after, limit, from, until);
+      const run = (q: Queryable) => q.query<CandidateRow>(CANDIDATE_PAGE_SQL, params);
+      const { rows } = db instanceof pg.Pool ? await withTransaction(db, run, PAGE_PLAN_BEGIN) : await run(db);
+      return rows;
+    }),
   );
   if (pages.length === 1) return pages[0];
   return pages
@@ -118,28 +218,6 @@ export function idRanges(slices: number): [string, string | null][] {
 function compareKeys(aDate: string, aId: string, bDate: string, bId: string): number {
   if (aDate !== bDate) return aDate < bDate ? -1 : 1;
   return aId < bId ? -1 : aId > bId ? 1 : 0;
-}
-
-async function selectCandidateSlice(
-  db: Queryable,
-  window: CandidateWindow,
-  after: PageCursor,
-  limit: number,
-  fromId: string,
-  untilId: string | null,
-): Promise<CandidateRow[]> {
-  const { rows } = await db.query<CandidateRow>(
-    `select d.id, d.owner_user_id, d.expires_at
-       from profile.person_documents d
-      where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}
-        and (d.expires_at, d.id) > ($4::date, $5::uuid)
-        and d.id >= $7::uuid
-        and ($8::uuid is null or d.id < $8::uuid)
-      order by d.expires_at, d.id
-      limit $6`,
-    [window.asOfDate, window.thresholdsDays, window.retentionDays, after.expiresAt, after.id, limit, fromId, untilId],
-  );
-  return rows;
 }
 
 /**

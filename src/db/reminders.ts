@@ -34,6 +34,11 @@ export interface ClaimOwnersParams extends CandidateWindow {
   jobRunId: string;
   /** W3C traceparent of the calling span, stored with the events for the relay's span. */
   traceContext?: string;
+  /**
+   * Who queues these reminders, `<workflow run id>/<activity id>`, kept on the markers so a retry of the
+   * same activity can read back what an earlier attempt committed ({@link selectQueuedBy}).
+   */
+  queuedBy?: string;
 }
 
 /**
@@ -62,6 +67,7 @@ export interface ClaimPlaceholders {
   contractVersion: string;
   jobRunId: string;
   traceContext: string;
+  queuedBy: string;
 }
 
 /**
@@ -100,8 +106,9 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
   return `${dueCtes(owners, $)},
      marks as (
        insert into profile.document_expiry_reminders
-              (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
-       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz
+              (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at, queued_by)
+       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz,
+              ${$.queuedBy}::text
          from due cross join unnest(${$.thresholds}::int[]) as t
         where due.days_left <= t
        on conflict (document_id, threshold_days) do nothing
@@ -145,36 +152,64 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
   contractVersion: '$10',
   jobRunId: '$11',
   traceContext: '$12',
+  queuedBy: '$13',
 };
 
 /**
- * docs/DESIGN.md#owner-transaction for a set of owners, as ONE statement (run it in one transaction):
- * 1. takes each owner's transaction-scoped advisory lock without waiting; an owner another transaction
- *    holds right now (a parallel instance, or this cycle's own second look) is reported busy and left
- *    alone, as the seed skips rows locked by a parallel instance;
- * 2. finds the locked owners' due documents and inserts markers for every crossed threshold
- *    (`ON CONFLICT DO NOTHING`: the unique index decides who sends);
- * 3. inserts one outbox row per owner that won the current-threshold marker of at least one document,
- *    listing exactly those documents.
+ * docs/DESIGN.md#owner-transaction for a set of owners, in TWO statements of the caller's transaction:
+ * 1. {@link lockOwners} takes each owner's transaction-scoped advisory lock without waiting; an owner
+ *    another transaction holds right now (a parallel instance, or this cycle's own second look) is
+ *    reported busy and left alone, as the seed skips rows locked by a parallel instance;
+ * 2. {@link claimLockedOwners} finds the locked owners' due documents, inserts markers for every crossed
+ *    threshold (`ON CONFLICT DO NOTHING`: the unique index decides who sends) and one outbox row per
+ *    owner that won the current-threshold marker of at least one document, listing exactly those.
+ * The locks come first, in a statement of their own, because a statement reads the snapshot it started
+ * with: a claim that took the locks inside itself could read the ledger as it was before another
+ * cycle's commit of the same owner, and send "14 days" after that cycle's "7".
  * One owner is the per-owner transaction of the spec; many owners share the round trips and the commit.
  * @returns one entry per distinct requested owner, in request order.
  */
 export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+  const requested = [...new Set(p.ownerUserIds)];
+  const locked = await lockOwners(db, requested);
+  const claims = new Map((await claimLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
+  return requested.map(
+    (ownerUserId) =>
+      claims.get(ownerUserId) ?? {
+        ownerUserId,
+        busy: true,
+        due: 0,
+        markersInserted: 0,
+        skippedAlreadyMarked: 0,
+        won: [],
+      },
+  );
+}
+
+/**
+ * Takes the owner lock of each of `ownerUserIds` that no other transaction holds, without waiting.
+ * @returns the owners now locked by the caller's transaction.
+ */
+export async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ owner_user_id: string }>(
+    `select o.id as owner_user_id
+       from unnest($1::uuid[]) as o(id)
+      where pg_try_advisory_xact_lock(${OWNER_LOCK_KEY_SQL('o.id')})`,
+    [ownerUserIds],
+  );
+  return rows.map((r) => r.owner_user_id);
+}
+
+/** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
+export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+  if (p.ownerUserIds.length === 0) return [];
   const { rows } = await db.query<{
     owner_user_id: string;
-    busy: boolean;
     due: number;
     inserted: number;
     won: WonDocument[];
   }>(
-    `with requested as (
-       select o.id as owner_user_id, min(o.ord) as ord
-         from unnest($1::uuid[]) with ordinality as o(id, ord)
-        group by o.id
-     ),
-     locked as materialized (
-       select owner_user_id from requested where pg_try_advisory_xact_lock(${OWNER_LOCK_KEY_SQL('owner_user_id')})
-     ),
+    `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),
      ${claimCtes('locked', CLAIM_OWNERS_PLACEHOLDERS)},
      due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
      marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
@@ -185,17 +220,14 @@ export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<
                 order by expires_at, id) as won
          from won group by owner_user_id
      )
-     select r.owner_user_id,
-            l.owner_user_id is null as busy,
+     select l.owner_user_id,
             coalesce(d.due, 0) as due,
             coalesce(m.inserted, 0) as inserted,
             coalesce(w.won, '[]'::jsonb) as won
-       from requested r
-       left join locked l on l.owner_user_id = r.owner_user_id
-       left join due_per_owner d on d.owner_user_id = r.owner_user_id
-       left join marks_per_owner m on m.owner_user_id = r.owner_user_id
-       left join won_per_owner w on w.owner_user_id = r.owner_user_id
-      order by r.ord`,
+       from locked l
+       left join due_per_owner d on d.owner_user_id = l.owner_user_id
+       left join marks_per_owner m on m.owner_user_id = l.owner_user_id
+       left join won_per_owner w on w.owner_user_id = l.owner_user_id`,
     [
       p.ownerUserIds,
       p.asOfDate,
@@ -209,16 +241,51 @@ export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<
       CONTRACT_VERSION,
       p.jobRunId,
       p.traceContext ?? null,
+      p.queuedBy ?? null,
     ],
   );
   return rows.map((r) => ({
     ownerUserId: r.owner_user_id,
-    busy: r.busy,
+    busy: false,
     due: r.due,
     markersInserted: r.inserted,
     skippedAlreadyMarked: r.due - r.won.length,
     won: r.won,
   }));
+}
+
+/** What an earlier attempt of an activity queued for one owner, read back from the ledger. */
+export interface QueuedByEarlierAttempt {
+  ownerUserId: string;
+  markersInserted: number;
+  won: WonDocument[];
+}
+
+/**
+ * The markers `queuedBy` committed for `ownerUserIds`, per owner: every marker counts as inserted, and a
+ * document whose marker is at its current threshold as of `window` was sent (the event listed it). A
+ * worker killed between its commit and its report leaves these for the retry to count, since the retry
+ * itself finds nothing left to claim.
+ */
+export async function selectQueuedBy(
+  db: Queryable,
+  ownerUserIds: readonly string[],
+  queuedBy: string,
+  window: CandidateWindow,
+): Promise<QueuedByEarlierAttempt[]> {
+  const { rows } = await db.query<{ owner_user_id: string; inserted: number; won: WonDocument[] }>(
+    `select r.owner_user_id,
+            count(*)::int as inserted,
+            coalesce(jsonb_agg(jsonb_build_object(
+                       'documentId', r.document_id, 'type', r.type, 'thresholdDays', r.threshold_days,
+                       'daysLeft', r.expires_at - $3::date) order by r.expires_at, r.document_id)
+                     filter (where r.threshold_days = ${CURRENT_THRESHOLD_SQL('r', '$3', '$4')}), '[]') as won
+       from profile.document_expiry_reminders r
+      where r.owner_user_id = any($1::uuid[]) and r.queued_by = $2
+      group by r.owner_user_id`,
+    [ownerUserIds, queuedBy, window.asOfDate, window.thresholdsDays],
+  );
+  return rows.map((r) => ({ ownerUserId: r.owner_user_id, markersInserted: r.inserted, won: r.won }));
 }
 
 /**
@@ -234,4 +301,19 @@ export async function deleteExpiredMarkers(db: Queryable, cutoffDate: string, li
     [cutoffDate, limit],
   );
   return rowCount ?? 0;
+}
+
+/**
+ * Raises the ledger's prune cutoff to `cutoffDate` (never lowers it). The prune calls it before it deletes
+ * anything: from then on no scan reads below the cutoff, whatever its AsOf, so the markers about to go
+ * can no longer be missed by a run as of an earlier day (docs/DESIGN.md#resolutions, resolution 1).
+ */
+export async function raisePruneCutoff(db: Queryable, cutoffDate: string): Promise<void> {
+  await db.query(
+    `insert into profile.document_expiry_reminder_prune_cutoff as c (singleton, cutoff)
+     values (true, $1::date)
+     on conflict (singleton) do update set cutoff = excluded.cutoff, updated_at = now()
+      where c.cutoff < excluded.cutoff`,
+    [cutoffDate],
+  );
 }

@@ -7,7 +7,8 @@ import type { Queryable } from './pool';
 
 const READ_COLUMNS: Record<string, string> = {
   person_documents: 'id, owner_user_id, type, number_mask, expires_at, status, is_deleted',
-  document_expiry_reminders: 'id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at',
+  document_expiry_reminders: 'id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at, queued_by',
+  document_expiry_reminder_prune_cutoff: 'singleton, cutoff, updated_at',
   document_expiry_reminder_scan_positions: 'cycle_id, page, job_run_id, expires_at, document_id, attempt, created_at',
 };
 

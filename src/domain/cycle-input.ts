@@ -38,6 +38,18 @@ function wholeNumberProblem(name: string, value: number, min: number, max = Numb
 /** `correlation_id varchar(128)` of the outbox carries the workflow id (jobRunId) to every event. */
 export const MAX_JOB_RUN_ID_LENGTH = 128;
 
+/**
+ * AsOf of a run whose input names none (docs/DESIGN.md#run-input): the schedule's action time, unless that
+ * falls on an earlier UTC date than the run's start (a backfilled day, or a tick that fired after
+ * midnight), when it is the start. A past day is caught up as of now, never replayed stale: the ledger
+ * carries over what the missed day would have sent (a crossed threshold stays crossed), and a reminder
+ * computed as of ten days ago would tell the investor a wrong number of days.
+ */
+export function defaultAsOf(actionTime: Date | undefined, start: Date): Date {
+  if (!actionTime || utcDate(actionTime) < utcDate(start)) return start;
+  return actionTime;
+}
+
 /** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
 export const MAX_CARRIED_BUSY_OWNERS = 10_000;
 

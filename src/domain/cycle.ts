@@ -91,6 +91,8 @@ export interface CycleResult extends CycleCounts {
   status: CycleStatus;
   jobRunId: string;
   asOf: string;
+  /** The schedule's action time of a scheduled or backfilled run; a backfilled day runs as of its start. */
+  scheduledAt?: string;
   thresholdsDays: number[];
   pruned: number;
   durationMs: number;

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import client from 'prom-client';
+import { utcDate } from '../domain/thresholds';
 import type { CycleResult, CycleStatus } from '../domain/cycle';
 
 const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];
@@ -40,7 +41,7 @@ export function createWorkerMetrics(thresholdsDays: readonly number[], registry 
     }),
     lastSuccess: new client.Gauge({
       name: 'profile_document_expiry_reminder_last_success_timestamp_seconds',
-      help: 'Unix time of the last cycle this worker saw end as completed (0 until one does).',
+      help: 'Unix time of the last cycle this worker saw complete as of the current UTC date (0 until one does).',
       registers: [registry],
     }),
     errors: new client.Counter({
@@ -65,11 +66,20 @@ export function createWorkerMetrics(thresholdsDays: readonly number[], registry 
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
-/** Records a cycle's end (called through the workflow's sink, once per cycle, never on replay). */
+/**
+ * Records a cycle's end (called through the workflow's sink, once per cycle, never on replay). Only a
+ * completed cycle as of today proves the job is alive: a manual run as of last year must not keep
+ * `NoSuccessfulCycle` quiet while the schedule is paused.
+ */
 export function recordCycleEnded(m: WorkerMetrics, result: CycleResult, nowMs = Date.now()): void {
   m.cycles.inc({ status: result.status });
   m.cycleDuration.observe({ status: result.status }, result.durationMs / 1000);
-  if (result.status === 'completed') m.lastSuccess.set(Math.floor(nowMs / 1000));
+  if (result.status === 'completed' && coversToday(result.asOf, nowMs)) m.lastSuccess.set(Math.floor(nowMs / 1000));
+}
+
+/** Whether a cycle as of `asOf` ran as of the UTC date of `nowMs`. */
+export function coversToday(asOf: string, nowMs: number): boolean {
+  return utcDate(new Date(asOf)) === utcDate(new Date(nowMs));
 }
 
 /** The relay's metrics. */

@@ -30,7 +30,7 @@ import {
   type CycleSettings,
   type CycleStatus,
 } from '../domain/cycle';
-import { MAX_CARRIED_BUSY_OWNERS, inputShapeProblem } from '../domain/cycle-input';
+import { MAX_CARRIED_BUSY_OWNERS, defaultAsOf, inputShapeProblem } from '../domain/cycle-input';
 import {
   REMINDER_AS_OF,
   REMINDER_OUTCOME,
@@ -89,10 +89,12 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const shape = inputShapeProblem(input);
   if (shape) throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${shape}`, 'InvalidCycleInput');
   const continued = input.continuation;
+  // The schedule's action time, kept across continue-as-new with the other search attributes.
+  const scheduledAt = info.typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME);
   // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
   // validated again, since anyone may start a run with one.
   const settings = await CancellationScope.nonCancellable(() =>
-    resolveCycleSettings({ input, jobRunId, defaultAsOf: defaultAsOf().toISOString() }),
+    resolveCycleSettings({ input, jobRunId, defaultAsOf: defaultAsOf(scheduledAt, new Date()).toISOString() }),
   );
   const state: CycleContinuation = continued ?? {
     settings,
@@ -103,7 +105,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   };
   const counts: CycleCounts = { ...state.counts };
   const deadline = state.startedAtMs + settings.maxRunDurationMs;
-  const progress = () => showProgress(settings, counts, state.runs);
+  const progress = () => showProgress(settings, counts, state.runs, scheduledAt);
   // Read by `cycle run --wait` and `schedule trigger --wait`; answering a query records nothing.
   setHandler(cycleProgressQuery, () => ({ ...counts, asOf: settings.asOf, runs: state.runs }));
 
@@ -117,6 +119,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     log.info('cycle started', {
       jobRunId,
       asOf: settings.asOf,
+      scheduledAt: scheduledAt?.toISOString(),
       thresholdsDays: settings.thresholdsDays,
       batchSize: settings.batchSize,
     });
@@ -253,6 +256,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     status,
     jobRunId,
     asOf: settings.asOf,
+    ...(scheduledAt ? { scheduledAt: scheduledAt.toISOString() } : {}),
     thresholdsDays: settings.thresholdsDays,
     ...counts,
     pruned,
@@ -264,27 +268,24 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     { key: REMINDERS_SENT, value: counts.remindersSent },
   ]);
   setCurrentDetails(
-    `**${status}** · ${progressLine(settings, counts, state.runs)} · pruned ${pruned} · ${result.durationMs} ms`,
+    `**${status}** · ${progressLine(settings, counts, state.runs, scheduledAt)} · pruned ${pruned} · ${result.durationMs} ms`,
   );
   cycleMetrics.cycleEnded(result);
   log.info('cycle completed', { ...result, prunedCount: pruned });
   return result;
 }
 
-/** AsOf when the input names none: the schedule's action time (so a backfill computes as of its day), else now. */
-function defaultAsOf(): Date {
-  return workflowInfo().typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME) ?? new Date();
-}
-
-function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number): string {
+function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number, scheduledAt?: Date): string {
+  // A backfilled day runs as of today; the Web UI shows both, so an operator sees which day it stood for.
+  const scheduled = scheduledAt ? ` (scheduled ${scheduledAt.toISOString().slice(0, 10)})` : '';
   return (
-    `AsOf ${settings.asOfDate} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
+    `AsOf ${settings.asOfDate}${scheduled} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
     `owners ${counts.ownersProcessed} done, ${counts.ownersBusy} busy, ${counts.failedOwners} failed · ` +
     `reminders ${counts.remindersSent} · run ${runs}`
   );
 }
 
 /** Live progress in the Web UI's "current details" (not recorded in history). */
-function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number): void {
-  setCurrentDetails(`Running · ${progressLine(settings, counts, runs)}`);
+function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number, scheduledAt?: Date): void {
+  setCurrentDetails(`Running · ${progressLine(settings, counts, runs, scheduledAt)}`);
 }

@@ -285,3 +285,67 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
   }
   expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id)).toEqual([owner]);
 });
+
+test('a cycle whose claim waited for the owner lock while another cycle committed "7" does not send "14 days" after it (locks before the ledger is read)', async () => {
+  const owner = crypto.randomUUID();
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId: owner, daysLeft: 5 }]);
+  // A barrier between a statement's snapshot and its lock: on sessions whose search_path puts profile
+  // before pg_catalog, the owner lock first waits for an advisory lock the test holds.
+  await stack.db.admin.query(`
+    create or replace function profile.pg_try_advisory_xact_lock(key bigint) returns boolean
+    language plpgsql as $$
+    begin
+      perform pg_catalog.pg_advisory_lock_shared(4242);
+      perform pg_catalog.pg_advisory_unlock_shared(4242);
+      return pg_catalog.pg_try_advisory_xact_lock(key);
+    end $$`);
+  const gate = await stack.db.admin.connect();
+  const manual = await stack.db.worker.connect();
+  try {
+    await gate.query('select pg_advisory_lock(4242)');
+    await manual.query('set search_path = profile, pg_catalog');
+    await manual.query('begin');
+    // The manual run (thresholds 14, 3) reaches the barrier and waits there.
+    const waiting = claimOwners(manual, { ...input([owner]), thresholdsDays: [14, 3], ownerUserIds: [owner] });
+    await sleep(300);
+    // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
+    const [scheduled] = await withTransaction(stack.db.worker, (tx) =>
+      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+    );
+    expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
+    await gate.query('select pg_advisory_unlock(4242)');
+
+    const [late] = await waiting;
+    await manual.query('commit');
+
+    expect(late).toEqual(expect.objectContaining({ busy: false, due: 0, won: [] }));
+  } finally {
+    await manual.query('reset search_path').catch(() => undefined);
+    manual.release();
+    gate.release();
+    await stack.db.admin.query('drop function profile.pg_try_advisory_xact_lock(bigint)');
+  }
+  const events = await outbox(stack.db.admin);
+  expect(events.map((r) => r.payload.documents.map((d) => d.thresholdDays))).toEqual([[7]]);
+});
+
+test("a retry after a worker died between its group's commit and its report counts what the first attempt queued, so the counts equal the outbox rows", async () => {
+  const owners = await seedOwners(3);
+  // The first attempt committed and its worker died before reporting: simulated by running it and
+  // dropping its result.
+  await remindOwners(owners, 1);
+  expect(await outbox(stack.db.admin)).toHaveLength(3);
+
+  const retry = await remindOwners(owners, 2);
+
+  expect(retry).toEqual(
+    expect.objectContaining({ ownersProcessed: 3, ownersNotified: 3, remindersSent: 6, markersInserted: 9 }),
+  );
+  expect(await outbox(stack.db.admin)).toHaveLength(3);
+  // Another activity (another id) finds the same owners done and counts nothing of them.
+  const other = await new MockActivityEnvironment({ attempt: 2, activityId: 'another' }).run(
+    activities.remindOwners,
+    input(owners),
+  );
+  expect(other).toEqual(expect.objectContaining({ remindersSent: 0, ownersNotified: 0 }));
+});

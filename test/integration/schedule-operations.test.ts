@@ -11,6 +11,7 @@ import type { BackfillReport } from '../../src/operations/schedule-runs';
 import { insertDocuments, outbox } from '../support/data';
 import { testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';
+import type { CycleResult } from '../../src/domain/cycle';
 import { useOperatorStack } from '../support/cli';
 
 const { stack, taskQueue, operator } = useOperatorStack('schedule-operations');
@@ -139,14 +140,34 @@ test('schedule pause requires a reason and stores it as the note; unpause resume
   });
 });
 
-test('schedule backfill runs one cycle per day of --from..--to, one after another, each as of its 03:00 UTC action time', async () => {
+/** This schedule's completed runs, oldest first, once there are `n` of them. */
+async function completedRuns(scheduleId: string, n: number): Promise<WorkflowExecutionInfo[]> {
+  // The workflow ids repeat whenever these days are backfilled again (a reused stack): find this
+  // schedule's runs by the schedule id Temporal records on them.
+  return eventually(
+    async () => {
+      const found: WorkflowExecutionInfo[] = [];
+      for await (const wf of stack.client.workflow.list({
+        query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
+      })) {
+        found.push(wf);
+      }
+      return found.length === n ? found.sort((x, y) => x.startTime.getTime() - y.startTime.getTime()) : undefined;
+    },
+    `${n} completed cycles`,
+    60_000,
+  );
+}
+
+test("schedule backfill of three past days runs one cycle per day, one after another, each caught up as of its start: the first sends today's reminder, the others find nothing", async () => {
   const scheduleId = newScheduleId();
   await cli('schedule', 'apply', '--schedule-id', scheduleId);
   // Far enough back that no other test file backfills the same days (workflow ids carry the action time).
   const today = utcDate(new Date());
   const days = [addDays(today, -40), addDays(today, -39), addDays(today, -38)];
-  // Due at 7 days on the first day only; on the later days its current threshold (7) is already marked.
-  const [doc] = await insertDocuments(stack.db.admin, days[0], [{ daysLeft: 7 }]);
+  // Expires in 3 days: as of the backfilled days it had 43 to 41 left, and a run replaying those days
+  // would send a stale "30 days" reminder (or nothing) before today's "7".
+  const [doc] = await insertDocuments(stack.db.admin, today, [{ daysLeft: 3 }]);
 
   const report = await backfill(scheduleId, days[0], days[2]);
 
@@ -159,29 +180,15 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
     overlap: 'BUFFER_ALL',
     actionTimes: days.map((d) => `${d}T03:00:00.000Z`),
   });
-  // The workflow ids repeat whenever these days are backfilled again (a reused stack): find this
-  // schedule's runs by the schedule id Temporal records on them.
-  const runs = await eventually(
-    async () => {
-      const found: WorkflowExecutionInfo[] = [];
-      for await (const wf of stack.client.workflow.list({
-        query: `TemporalScheduledById = "${scheduleId}" AND ExecutionStatus = "Completed"`,
-      })) {
-        found.push(wf);
-      }
-      return found.length === 3 ? found.sort((x, y) => x.startTime.getTime() - y.startTime.getTime()) : undefined;
-    },
-    'three completed cycles',
-    60_000,
-  );
+  const runs = await completedRuns(scheduleId, 3);
   const results = await Promise.all(
     runs.map(async (wf) => await stack.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result()),
   );
   expect(runs.map((wf) => wf.workflowId)).toEqual(days.map((d) => `document-expiry-reminder-cycle-${d}T03:00:00Z`));
-  expect(results.map((r) => [r.asOf, r.status, r.remindersSent])).toEqual([
-    [`${days[0]}T03:00:00.000Z`, 'completed', 1],
-    [`${days[1]}T03:00:00.000Z`, 'completed', 0],
-    [`${days[2]}T03:00:00.000Z`, 'completed', 0],
+  expect(results.map((r) => [r.scheduledAt, r.asOf.slice(0, 10), r.status, r.remindersSent])).toEqual([
+    [`${days[0]}T03:00:00.000Z`, today, 'completed', 1],
+    [`${days[1]}T03:00:00.000Z`, today, 'completed', 0],
+    [`${days[2]}T03:00:00.000Z`, today, 'completed', 0],
   ]);
   // Buffer-all: each run started after the previous one closed.
   for (let i = 1; i < runs.length; i++) {
@@ -191,12 +198,36 @@ test('schedule backfill runs one cycle per day of --from..--to, one after anothe
   expect(rows).toHaveLength(1);
   const [row] = rows;
   expect(row.correlation_id).toBe(`document-expiry-reminder-cycle-${days[0]}T03:00:00Z`);
-  expect(row.payload).toEqual(
-    expect.objectContaining({
-      remindedAt: `${days[0]}T03:00:00.000Z`,
-      documents: [expect.objectContaining({ documentId: doc.id, thresholdDays: 7, daysLeft: 7 })],
-    }),
+  expect(row.payload.remindedAt.slice(0, 10)).toBe(today);
+  expect(row.payload.documents).toEqual([
+    expect.objectContaining({ documentId: doc.id, thresholdDays: 7, daysLeft: 3 }),
+  ]);
+});
+
+test('a backfill of a past day after a prune does not re-send what a later cycle handled and pruned', async () => {
+  const scheduleId = newScheduleId();
+  await cli('schedule', 'apply', '--schedule-id', scheduleId);
+  const today = utcDate(new Date());
+  // Expired 92 days ago and reminded "expired" (0) back then; still Active. Today's cycle prunes its markers.
+  const [doc] = await insertDocuments(stack.db.admin, today, [{ daysLeft: -92 }]);
+  await stack.db.admin.query(
+    `insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
+     select gen_random_uuid(), d.id, d.owner_user_id, d.type, t, d.expires_at, now() - interval '92 days'
+       from profile.person_documents d cross join unnest(array[30, 7, 1, 0]) as t where d.id = $1`,
+    [doc.id],
   );
+  const todays = await cli<{ result: CycleResult }>('cycle', 'run', '--wait');
+  expect(todays.result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 0, pruned: 4 }));
+
+  // A run as of five days ago has a window from 95 days before it: the document, now without markers.
+  const past = addDays(today, -5);
+  const manual = await cli<{ result: CycleResult }>('cycle', 'run', '--as-of', past, '--wait');
+  await backfill(scheduleId, past, past);
+  const [backfilled] = await completedRuns(scheduleId, 1);
+  const result = await stack.client.workflow.getHandle<CycleWorkflow>(backfilled.workflowId, backfilled.runId).result();
+
+  expect([manual.result.remindersSent, result.remindersSent]).toEqual([0, 0]);
+  expect(await outbox(stack.db.admin)).toEqual([]);
 });
 
 test('schedule backfill takes an action time at 00:00 of --from and none at 00:00 after --to (offset 0)', async () => {

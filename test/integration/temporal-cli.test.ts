@@ -174,15 +174,15 @@ test('temporal schedule toggle --pause stores the reason as the note, and no cyc
     await stack.client.workflow.getHandle<CycleWorkflow>(wf.workflowId, wf.runId).result();
 });
 
-test('temporal schedule backfill over three days starts three cycles whose AsOf are those days', async () => {
+test('temporal schedule backfill over three past days starts three cycles that run as of now: the first sends, the others find nothing', async () => {
   const w = await newWorker();
   const scheduleId = newScheduleId();
   await applySchedule(stack.client, testConfig({ TEMPORAL_TASK_QUEUE: w.taskQueue }), scheduleId);
   // Days no other test backfills (workflow ids carry the action time).
   const today = utcDate(new Date());
   const days = [addDays(today, -50), addDays(today, -49), addDays(today, -48)];
-  // One document reaching its 30-day threshold on each day: each day's cycle reminds exactly that one.
-  const docs = await insertDocuments(stack.db.admin, days[0], [{ daysLeft: 30 }, { daysLeft: 31 }, { daysLeft: 32 }]);
+  // Three days left today: 53 on the first backfilled day, when a stale run would have sent nothing.
+  const [doc] = await insertDocuments(stack.db.admin, today, [{ daysLeft: 3 }]);
 
   await temporalCli(
     'schedule',
@@ -205,25 +205,26 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
     'three completed cycles',
     60_000,
   );
-  const byAsOf = completed
+  const byDay = completed
     .map((wf) => ({
       workflowId: wf.execution.workflowId,
       runId: wf.execution.runId,
-      reminderAsOf: attribute(wf, 'ReminderAsOf'),
+      reminderAsOfDate: String(attribute(wf, 'ReminderAsOf')).slice(0, 10),
       scheduledStart: attribute(wf, 'TemporalScheduledStartTime'),
     }))
-    .sort((a, b) => String(a.reminderAsOf).localeCompare(String(b.reminderAsOf)));
-  expect(byAsOf).toEqual(
+    .sort((a, b) => String(a.scheduledStart).localeCompare(String(b.scheduledStart)));
+  expect(byDay).toEqual(
     days.map((day) => ({
       workflowId: `document-expiry-reminder-cycle-${day}T03:00:00Z`,
       runId: expect.any(String),
-      reminderAsOf: `${day}T03:00:00Z`,
+      reminderAsOfDate: today,
       scheduledStart: `${day}T03:00:00Z`,
     })),
   );
+  const sent: number[] = [];
   for (const [i, day] of days.entries()) {
     // With the run id: these workflow ids repeat whenever the same days are backfilled again.
-    const { workflowId, runId } = byAsOf[i];
+    const { workflowId, runId } = byDay[i];
     const described = await temporalJson<{ result?: CycleResult }>(
       'workflow',
       'describe',
@@ -233,23 +234,20 @@ test('temporal schedule backfill over three days starts three cycles whose AsOf 
       runId,
     );
     expect(described.result).toEqual(
-      expect.objectContaining({ status: 'completed', asOf: `${day}T03:00:00.000Z`, remindersSent: 1 }),
+      expect.objectContaining({ status: 'completed', scheduledAt: `${day}T03:00:00.000Z` }),
     );
+    expect(described.result!.asOf.slice(0, 10)).toBe(today);
+    sent.push(described.result!.remindersSent);
   }
+  expect(sent).toEqual([1, 0, 0]);
   const rows = await outbox(stack.db.admin);
   expect(
     rows.map((r) => [
       r.correlation_id,
-      r.payload.remindedAt,
+      r.payload.remindedAt.slice(0, 10),
       r.payload.documents.map((d) => [d.documentId, d.thresholdDays, d.daysLeft]),
     ]),
-  ).toEqual(
-    days.map((day, i) => [
-      `document-expiry-reminder-cycle-${day}T03:00:00Z`,
-      `${day}T03:00:00.000Z`,
-      [[docs[i].id, 30, 30]],
-    ]),
-  );
+  ).toEqual([[`document-expiry-reminder-cycle-${days[0]}T03:00:00Z`, today, [[doc.id, 7, 3]]]]);
 });
 
 test('temporal workflow list with a query on ReminderOutcome, RemindersSent and ReminderAsOf finds the cycle', async () => {

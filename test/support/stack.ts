@@ -60,7 +60,10 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
 
 /** Empties the job's tables and the documents between tests of one file. */
 export async function resetData(db: TestDatabase): Promise<void> {
-  await db.admin.query('truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages');
+  await db.admin.query(
+    'truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages, ' +
+      'profile.document_expiry_reminder_prune_cutoff',
+  );
 }
 
 /** Configuration as the worker would load it, plus overrides. */

@@ -4,11 +4,15 @@
  * decides the idle day's cost.
  */
 import type pg from 'pg';
-import { selectCandidatePage } from '../../../src/db/candidates';
+import { PAGE_PLAN_BEGIN, selectCandidatePage } from '../../../src/db/candidates';
+import { withTransaction } from '../../../src/db/pool';
 import type { Queryable } from '../../../src/db/pool';
 import type { CycleSettings } from './settings';
 
-/** EXPLAIN (ANALYZE, BUFFERS) of the first candidate page, with the exact text `selectCandidatePage` sends. */
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of the first candidate page, with the exact text `selectCandidatePage` sends,
+ * in a transaction opened as the page's is (the plan pinned).
+ */
 export async function explainCandidatePage(admin: pg.Pool, s: CycleSettings): Promise<string> {
   let captured: { text: string; values: unknown[] } | undefined;
   const spy = {
@@ -18,7 +22,13 @@ export async function explainCandidatePage(admin: pg.Pool, s: CycleSettings): Pr
     },
   } as unknown as Queryable;
   await selectCandidatePage(spy, s.window, null, s.batchSize);
-  const { rows } = await admin.query(`explain (analyze, buffers) ${captured!.text}`, captured!.values);
+  const explain = () =>
+    withTransaction(
+      admin,
+      (tx) => tx.query(`explain (analyze, buffers) ${captured!.text}`, captured!.values),
+      PAGE_PLAN_BEGIN,
+    );
+  const { rows } = await explain();
   const firstParams = captured!.values;
   // The same page with the first cursor at the window's lower bound instead of -infinity: shows whether
   // the row comparison, not the window, decides where the index scan starts.
@@ -31,7 +41,7 @@ export async function explainCandidatePage(admin: pg.Pool, s: CycleSettings): Pr
     { expiresAt: start, id: '00000000-0000-0000-0000-000000000000' },
     s.batchSize,
   );
-  const { rows: bounded } = await admin.query(`explain (analyze, buffers) ${captured!.text}`, captured!.values);
+  const { rows: bounded } = await explain();
   const plan = (r: { 'QUERY PLAN': string }[]) => r.map((x) => x['QUERY PLAN']).join('\n');
   return `-- candidate page, asOf ${s.asOf}, batch ${s.batchSize}\n${captured!.text}\n-- params (first page, as the cycle sends it) ${JSON.stringify(firstParams)}\n\n${plan(rows)}\n\n-- the same first page with the cursor at the window's lower bound (${start}, nil uuid)\n\n${plan(bounded)}\n`;
 }

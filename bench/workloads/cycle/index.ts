@@ -156,7 +156,9 @@ async function temporalPaths(
 
 /** Empties the ledger and the outbox, and vacuums both, so each path starts from the same state. */
 async function reset(admin: pg.Pool): Promise<void> {
-  await admin.query('truncate profile.document_expiry_reminders, profile.outbox_messages');
+  await admin.query(
+    'truncate profile.document_expiry_reminders, profile.outbox_messages, profile.document_expiry_reminder_prune_cutoff',
+  );
   await admin.query('vacuum analyze profile.document_expiry_reminders');
   await admin.query('vacuum analyze profile.outbox_messages');
 }
