@@ -3,6 +3,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { migrate } from 'postgres-migrations';
 import { RELAY_ROLE, WORKER_ROLE } from '../domain/names';
+import { connectionOptions } from './pool';
 
 /** Where the numbered `.sql` files live (the same from `src/` under tsx and from `dist/`). */
 export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
@@ -21,7 +22,7 @@ export interface MigrateOptions {
  * @returns the names of the migrations this call applied.
  */
 export async function runMigrations(options: MigrateOptions): Promise<string[]> {
-  const client = new pg.Client({ connectionString: options.connectionString });
+  const client = new pg.Client({ connectionString: options.connectionString, options: connectionOptions() });
   client.on('error', (err) => options.log?.(`migration connection error: ${err.message}`));
   await client.connect();
   try {

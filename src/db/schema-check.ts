@@ -161,7 +161,7 @@ export async function tableProblems(db: Queryable, tables: readonly ExpectedTabl
 
 /** Problems with the schema as the worker's role sees it; empty when the worker can run. */
 export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
-  const problems = await tableProblems(db, WORKER_TABLES);
+  const problems = [...(await dateStyleProblems(db)), ...(await tableProblems(db, WORKER_TABLES))];
   const { rows: index } = await db.query<{ indexdef: string }>(
     `select indexdef from pg_indexes where schemaname = 'profile' and indexname = 'ux_document_expiry_reminders_dedupe'`,
   );
@@ -177,6 +177,22 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
  * Problems with the outbox as the relay's role sees it; empty when the relay can run. A relay started before
  * its migration would otherwise fail every batch with "column does not exist" and back off forever.
  */
-export function relaySchemaProblems(db: Queryable): Promise<string[]> {
-  return tableProblems(db, RELAY_TABLES);
+export async function relaySchemaProblems(db: Queryable): Promise<string[]> {
+  return [...(await dateStyleProblems(db)), ...(await tableProblems(db, RELAY_TABLES))];
+}
+
+/**
+ * The session's DateStyle must print ISO dates (`createPool` asks for it in the connection's options); a
+ * pooler that drops startup options leaves the server's, and dates would be read in another order.
+ */
+export async function dateStyleProblems(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ datestyle: string }>(`select current_setting('DateStyle') as datestyle`);
+  const style = rows[0].datestyle;
+  return style.startsWith('ISO')
+    ? []
+    : [
+        `DateStyle is "${style}" in the job's sessions: expected ISO, which the connection asks for in its ` +
+          'startup options (-c DateStyle=ISO); a pooler that drops them must pass them on, or set DateStyle=ISO ' +
+          'for the role',
+      ];
 }
