@@ -218,6 +218,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
         break;
       }
       const busyOwnerIds = groups.takeBusy();
+      groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
       await continueAsNew<typeof documentExpiryReminderCycle>({
         continuation: {
           settings,
