@@ -89,6 +89,15 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const shape = inputShapeProblem(input);
   if (shape) throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${shape}`, 'InvalidCycleInput');
   const continued = input.continuation;
+  // A continuation is the workflow's own hand-over to its next run. Typed into a new start (the Web UI),
+  // its counts would become the cycle's result and its settings the cycle's; refuse it once, here.
+  if (continued != null && info.continuedFromExecutionRunId === undefined) {
+    throw ApplicationFailure.nonRetryable(
+      'Invalid cycle input: continuation: only a run that continued as new may carry one; start a cycle with ' +
+        '{} or the fields to override instead',
+      'InvalidCycleInput',
+    );
+  }
   // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
   // validated again, since anyone may start a run with one.
   const settings = await CancellationScope.nonCancellable(() =>
