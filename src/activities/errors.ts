@@ -15,14 +15,49 @@ export function isPermanentDatabaseError(err: unknown): boolean {
   return typeof code === 'string' && code.length === 5 && PERMANENT_SQLSTATE_CLASSES.has(code.slice(0, 2));
 }
 
+/** Node's system error codes for a socket that could not be opened or was lost. */
+const CONNECTION_SYSTEM_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+/** SQLSTATEs of a server that is going away: admin shutdown, crash shutdown, cannot connect now. */
+const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
+
+/**
+ * What pg and pg-pool throw, without a code, when the connection is gone or never came: the socket closed
+ * (`Connection terminated…`), the client is unusable after it, the pool's connect timed out, or no reply
+ * came within the client's `query_timeout` (set above the server's statement timeout, so only a silent
+ * network gets there).
+ */
+const CONNECTION_MESSAGE_RE =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Query read timeout)/;
+
 /**
  * True when the database did not answer at all (no connection, or the server is shutting down), as
- * opposed to an error about this statement: retrying other owners right away cannot help.
+ * opposed to an error about this statement: retrying other owners right away cannot help. Only errors
+ * that say so count; one without a code (a `TypeError` from a bug) is about this owner, and the others
+ * are still tried.
  */
-export function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code !== 'string') return true;
-  return !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code);
+export function isConnectionError(err: unknown, depth = 0): boolean {
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown } | null | undefined;
+  if (!e || typeof e !== 'object' || depth > 5) return false;
+  if (typeof e.code === 'string') {
+    if (CONNECTION_SYSTEM_CODES.has(e.code) || CONNECTION_SQLSTATES.has(e.code)) return true;
+    if (/^08[0-9A-Z]{3}$/.test(e.code)) return true;
+  }
+  if (typeof e.message === 'string' && CONNECTION_MESSAGE_RE.test(e.message)) return true;
+  // pg-pool wraps the socket's error as the cause of its own.
+  return isConnectionError(e.cause, depth + 1);
 }
 
 /**

@@ -17,6 +17,9 @@ export interface ParkedRow {
   /** Tries on its own that Kafka refused; the row was parked when they reached RELAY_MAX_ATTEMPTS. */
   rejections: number;
   lastError: string | null;
+  /** Times an operator un-parked the row (`outbox retry`); `attempts` goes on counting across them. */
+  retries: number;
+  lastRetriedAt: Date | null;
   /** Later unpublished rows of the same key, waiting behind this one. */
   waitingBehind: number;
 }
@@ -26,6 +29,7 @@ export async function selectParked(db: Queryable, limit: number): Promise<Parked
   const { rows } = await db.query<ParkedRow>(
     `select p.id, p.message_key as "messageKey", p.correlation_id as "correlationId", p.created_at as "createdAt",
             p.parked_at as "parkedAt", p.attempts, p.rejections, p.last_error as "lastError",
+            p.retries, p.last_retried_at as "lastRetriedAt",
             (select count(*)::int from profile.outbox_messages w
               where w.message_key = p.message_key and w.published_at is null
                 and (w.created_at, w.id) > (p.created_at, p.id)) as "waitingBehind"
@@ -42,14 +46,18 @@ export async function selectParked(db: Queryable, limit: number): Promise<Parked
 export type RetryOutcome = 'retried' | 'not-parked' | 'published' | 'unknown';
 
 /**
- * Un-parks one row: clears `parked_at`, `attempts` and `rejections`, so the relay tries it again (and then
- * the rows waiting behind it); `last_error` stays until the next try. Says why when nothing changed.
+ * What un-parking does to a row: the relay tries it again (and then the rows waiting behind it), with its
+ * refusals counted from 0 towards the next parking. `attempts` and `last_error` stay, so the row's history
+ * does; `retries` and `last_retried_at` record the retry.
  */
+const UNPARK_SET = 'parked_at = null, rejections = 0, retries = retries + 1, last_retried_at = now()';
+
+/** Un-parks one row ({@link UNPARK_SET}). Says why when nothing changed. */
 export async function unparkOne(db: Queryable, id: string): Promise<RetryOutcome> {
   const { rows } = await db.query<{ published: boolean; retried: boolean }>(
     `with target as (select id, published_at, parked_at from profile.outbox_messages where id = $1),
           retried as (
-            update profile.outbox_messages o set parked_at = null, attempts = 0, rejections = 0
+            update profile.outbox_messages o set ${UNPARK_SET}
               from target t
              where o.id = t.id and t.published_at is null and t.parked_at is not null
             returning o.id)
@@ -60,10 +68,10 @@ export async function unparkOne(db: Queryable, id: string): Promise<RetryOutcome
   return rows[0].retried ? 'retried' : rows[0].published ? 'published' : 'not-parked';
 }
 
-/** Un-parks every parked row; returns their ids. */
+/** Un-parks every parked row ({@link UNPARK_SET}); returns their ids. */
 export async function unparkAll(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `update profile.outbox_messages set parked_at = null, attempts = 0, rejections = 0
+    `update profile.outbox_messages set ${UNPARK_SET}
       where published_at is null and parked_at is not null
      returning id`,
   );

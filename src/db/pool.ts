@@ -20,6 +20,17 @@ const types = {
       : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * `-c DateStyle=ISO` for every session the job opens: `date` values come back as `YYYY-MM-DD` (the parser
+ * above keeps them as text) and timestamps in the form pg parses, whatever the server's or database's
+ * DateStyle. Under `SQL, DMY` a date reads `30/08/2026`: the sliced scan would sort it after `05/09/2026`
+ * and its first page would hold the wrong documents.
+ * @param extra further `-c name=value` options of the session.
+ */
+export function connectionOptions(extra?: string): string {
+  return extra ? `-c DateStyle=ISO ${extra}` : '-c DateStyle=ISO';
+}
+
 export interface PoolOptions {
   connectionString: string;
   max?: number;
@@ -68,8 +79,9 @@ export function sessionParameters(
   };
 }
 
-/** A pool whose clients parse dates as strings and whose idle errors do not crash the process. */
+/** A pool whose sessions use ISO dates, parsed as strings, and whose idle errors do not crash the process. */
 export function createPool(options: PoolOptions, onError?: (err: Error) => void): pg.Pool {
+  const session = options.session ? sessionParameters(options.session) : {};
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
@@ -77,7 +89,8 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     types,
-    ...(options.session ? sessionParameters(options.session) : {}),
+    ...session,
+    options: connectionOptions(session.options),
   });
   // A client losing its server (restart, failover, terminated backend) emits 'error' in whatever state it
   // is in: idle in the pool (the pool re-emits it here), checked out between statements, or already

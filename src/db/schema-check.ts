@@ -5,14 +5,57 @@
  */
 import type { Queryable } from './pool';
 
-const READ_COLUMNS: Record<string, string> = {
-  person_documents: 'id, owner_user_id, type, number_mask, expires_at, status, is_deleted',
-  document_expiry_reminders: 'id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at, queued_by',
-  document_expiry_reminder_prune_cutoff: 'singleton, cutoff, updated_at',
-  document_expiry_reminder_scan_positions: 'cycle_id, page, job_run_id, expires_at, document_id, attempt, created_at',
+/**
+ * A column type the job's SQL relies on, by the `information_schema.columns.data_type` names it accepts:
+ * ids are compared with `::uuid` parameters, expiries take `date` arithmetic (`expires_at - $date::date`
+ * is a whole number of days only for a `date`; a `timestamptz` makes it an interval, and every scan fails),
+ * and text columns are compared with and copied into `varchar` columns.
+ */
+const TYPE_NAMES = {
+  uuid: ['uuid'],
+  date: ['date'],
+  text: ['character varying', 'text'],
+  integer: ['integer'],
+  boolean: ['boolean'],
+  timestamptz: ['timestamp with time zone'],
+  jsonb: ['jsonb'],
+} as const satisfies Record<string, readonly string[]>;
+
+type ColumnType = keyof typeof TYPE_NAMES;
+
+/** One table of the contract (migrations 001–011, docs/DESIGN.md#tables), and how a role uses it. */
+export interface ExpectedTable {
+  /** In schema `profile`. */
+  table: string;
+  /**
+   * `read`: the role selects these columns (checked by selecting them, so a missing column grant shows
+   * too); `insert`: it may insert but not read them (checked in the catalog).
+   */
+  access: 'read' | 'insert';
+  columns: Readonly<Record<string, ColumnType>>;
+}
+
+/** Every column of the outbox with its type; the worker inserts some of them, the relay reads them all. */
+const OUTBOX_COLUMNS: Readonly<Record<string, ColumnType>> = {
+  id: 'uuid',
+  aggregate_type: 'text',
+  aggregate_id: 'uuid',
+  topic: 'text',
+  message_key: 'text',
+  event_type: 'text',
+  contract_version: 'integer',
+  payload: 'jsonb',
+  correlation_id: 'text',
+  created_at: 'timestamptz',
+  published_at: 'timestamptz',
+  attempts: 'integer',
+  last_error: 'text',
+  trace_context: 'text',
+  parked_at: 'timestamptz',
+  rejections: 'integer',
 };
 
-const OUTBOX_COLUMNS = [
+const OUTBOX_INSERTED = [
   'id',
   'aggregate_type',
   'aggregate_id',
@@ -25,23 +68,106 @@ const OUTBOX_COLUMNS = [
   'trace_context',
 ];
 
-/** Problems with the schema as the worker's role sees it; empty when the worker can run. */
-export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
+/** What the worker's SQL relies on: the tables it reads and the outbox columns it writes, with their types. */
+export const WORKER_TABLES: readonly ExpectedTable[] = [
+  {
+    table: 'person_documents',
+    access: 'read',
+    columns: {
+      id: 'uuid',
+      owner_user_id: 'uuid',
+      type: 'text',
+      number_mask: 'text',
+      expires_at: 'date',
+      status: 'text',
+      is_deleted: 'boolean',
+    },
+  },
+  {
+    table: 'document_expiry_reminders',
+    access: 'read',
+    columns: {
+      id: 'uuid',
+      document_id: 'uuid',
+      owner_user_id: 'uuid',
+      type: 'text',
+      threshold_days: 'integer',
+      expires_at: 'date',
+      reminded_at: 'timestamptz',
+      queued_by: 'text',
+    },
+  },
+  {
+    table: 'document_expiry_reminder_prune_cutoff',
+    access: 'read',
+    columns: { singleton: 'boolean', cutoff: 'date', updated_at: 'timestamptz' },
+  },
+  {
+    table: 'document_expiry_reminder_scan_positions',
+    access: 'read',
+    columns: {
+      cycle_id: 'uuid',
+      page: 'integer',
+      job_run_id: 'text',
+      expires_at: 'date',
+      document_id: 'uuid',
+      attempt: 'integer',
+      created_at: 'timestamptz',
+    },
+  },
+  {
+    table: 'outbox_messages',
+    access: 'insert',
+    columns: Object.fromEntries(OUTBOX_INSERTED.map((c) => [c, OUTBOX_COLUMNS[c]])),
+  },
+];
+
+/** What the relay's SQL relies on: every column of the outbox, migration 009's parking columns included. */
+export const RELAY_TABLES: readonly ExpectedTable[] = [
+  { table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS },
+];
+
+/**
+ * Problems with `tables` as the connected role sees them: a column it cannot read or that is missing,
+ * and a column whose type is not the one the job's SQL relies on (naming table, column, the type expected
+ * and the type found).
+ */
+export async function tableProblems(db: Queryable, tables: readonly ExpectedTable[]): Promise<string[]> {
   const problems: string[] = [];
-  for (const [table, columns] of Object.entries(READ_COLUMNS)) {
-    try {
-      await db.query(`select ${columns} from profile.${table} limit 0`);
-    } catch (err) {
-      problems.push(`profile.${table}: ${(err as Error).message}`);
+  const { rows } = await db.query<{ table_name: string; column_name: string; data_type: string; udt_name: string }>(
+    `select table_name, column_name, data_type, udt_name from information_schema.columns
+      where table_schema = 'profile' and table_name = any($1::text[])`,
+    [tables.map((t) => t.table)],
+  );
+  const found = new Map(rows.map((r) => [`${r.table_name}.${r.column_name}`, r]));
+  for (const { table, access, columns } of tables) {
+    const names = Object.keys(columns);
+    if (access === 'read') {
+      try {
+        await db.query(`select ${names.join(', ')} from profile.${table} limit 0`);
+      } catch (err) {
+        problems.push(`profile.${table}: ${(err as Error).message}`);
+      }
+    } else {
+      const missing = names.filter((c) => !found.has(`${table}.${c}`));
+      if (missing.length > 0) problems.push(`profile.${table}: missing or not writable columns ${missing.join(', ')}`);
+    }
+    for (const [column, type] of Object.entries(columns)) {
+      const actual = found.get(`${table}.${column}`);
+      if (!actual || (TYPE_NAMES[type] as readonly string[]).includes(actual.data_type)) continue;
+      const shown = actual.data_type === 'USER-DEFINED' ? actual.udt_name : actual.data_type;
+      problems.push(
+        `profile.${table}.${column}: expected type ${TYPE_NAMES[type].join(' or ')}, found ${shown}; ` +
+          "the job's statements rely on it",
+      );
     }
   }
-  const { rows: outbox } = await db.query<{ column_name: string }>(
-    `select column_name from information_schema.columns where table_schema = 'profile' and table_name = 'outbox_messages'`,
-  );
-  const present = new Set(outbox.map((r) => r.column_name));
-  const missing = OUTBOX_COLUMNS.filter((c) => !present.has(c));
-  if (missing.length > 0)
-    problems.push(`profile.outbox_messages: missing or not writable columns ${missing.join(', ')}`);
+  return problems;
+}
+
+/** Problems with the schema as the worker's role sees it; empty when the worker can run. */
+export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
+  const problems = [...(await dateStyleProblems(db)), ...(await tableProblems(db, WORKER_TABLES))];
   const { rows: index } = await db.query<{ indexdef: string }>(
     `select indexdef from pg_indexes where schemaname = 'profile' and indexname = 'ux_document_expiry_reminders_dedupe'`,
   );
@@ -53,20 +179,26 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
   return problems;
 }
 
-/** Every column of the outbox the relay reads or writes, migration 009's parking columns included. */
-const RELAY_COLUMNS =
-  'id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, ' +
-  'created_at, published_at, attempts, last_error, trace_context, parked_at, rejections';
-
 /**
  * Problems with the outbox as the relay's role sees it; empty when the relay can run. A relay started before
  * its migration would otherwise fail every batch with "column does not exist" and back off forever.
  */
 export async function relaySchemaProblems(db: Queryable): Promise<string[]> {
-  try {
-    await db.query(`select ${RELAY_COLUMNS} from profile.outbox_messages limit 0`);
-    return [];
-  } catch (err) {
-    return [`profile.outbox_messages: ${(err as Error).message}`];
-  }
+  return [...(await dateStyleProblems(db)), ...(await tableProblems(db, RELAY_TABLES))];
+}
+
+/**
+ * The session's DateStyle must print ISO dates (`createPool` asks for it in the connection's options); a
+ * pooler that drops startup options leaves the server's, and dates would be read in another order.
+ */
+export async function dateStyleProblems(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ datestyle: string }>(`select current_setting('DateStyle') as datestyle`);
+  const style = rows[0].datestyle;
+  return style.startsWith('ISO')
+    ? []
+    : [
+        `DateStyle is "${style}" in the job's sessions: expected ISO, which the connection asks for in its ` +
+          'startup options (-c DateStyle=ISO); a pooler that drops them must pass them on, or set DateStyle=ISO ' +
+          'for the role',
+      ];
 }

@@ -112,9 +112,11 @@ export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, st
       problems.push('continuation: expected no other field beside it (a continued run keeps its settings)');
     }
     problems.push(...continuationProblems(defaults, fields.continuation, start.now));
-    return problems.length > 0
-      ? { ok: false, problems }
-      : { ok: true, settings: (fields.continuation as CycleContinuation).settings };
+    if (problems.length > 0) return { ok: false, problems };
+    // The busy-retry window is the worker's, never the input's: a continuation typed into the Web UI
+    // could otherwise hold a cycle for a day.
+    const carried = (fields.continuation as CycleContinuation).settings;
+    return { ok: true, settings: { ...carried, busyRetryWindowMs: defaults.busyRetryWindowMs } };
   }
   const resolved = resolveOverrides(defaults, fields as CycleInput, start);
   if (!resolved.ok) problems.push(...resolved.problems);
@@ -178,15 +180,22 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
 
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
-const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf'), 'busyRetryWindowMs'];
+const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf')];
+/** Settings a continuation may carry and that are not checked: the worker's configuration replaces them. */
+const IGNORED_SETTINGS_FIELDS = ['busyRetryWindowMs'];
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function exactFieldProblems(name: string, value: unknown, fields: readonly string[]): string[] {
+function exactFieldProblems(
+  name: string,
+  value: unknown,
+  fields: readonly string[],
+  optional: readonly string[] = [],
+): string[] {
   if (!isPlainObject(value))
     return [`${name}: expected an object with ${fields.join(', ')}, got ${describeValue(value)}`];
   const keys = Object.keys(value);
   const missing = fields.filter((f) => !keys.includes(f));
-  const extra = keys.filter((k) => !fields.includes(k));
+  const extra = keys.filter((k) => !fields.includes(k) && !optional.includes(k));
   return [
     ...(missing.length > 0 ? [`${name}: missing ${missing.join(', ')}`] : []),
     ...(extra.length > 0 ? [`${name}: unknown field${extra.length > 1 ? 's' : ''} ${extra.join(', ')}`] : []),
@@ -198,7 +207,7 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
   const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS);
   if (shape.length > 0) return shape;
   const c = value as Record<string, unknown>;
-  const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS);
+  const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, IGNORED_SETTINGS_FIELDS);
   if (problems.length === 0) {
     const given = c.settings as CycleSettings;
     const again = resolveOverrides(
@@ -221,9 +230,6 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
         `continuation.settings.asOfDate=${JSON.stringify(given.asOfDate)}: expected ${again.settings.asOfDate}, the UTC date of asOf`,
       );
     }
-    problems.push(
-      ...wholeNumberProblem('continuation.settings.busyRetryWindowMs', given.busyRetryWindowMs, 0, 86_400_000),
-    );
   }
   problems.push(...wholeNumberProblem('continuation.startedAtMs', c.startedAtMs as number, 0, now.getTime()));
   problems.push(...wholeNumberProblem('continuation.runs', c.runs as number, 2, 1_000_000));
@@ -232,6 +238,11 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
   if (counts.length === 0) {
     for (const f of COUNT_FIELDS)
       problems.push(...wholeNumberProblem(`continuation.counts.${f}`, (c.counts as CycleCounts)[f], 0));
+    if (problems.length === 0) {
+      problems.push(
+        ...countBoundProblems(c.counts as CycleCounts, (c.settings as CycleSettings).batchSize, c.busyOwnerIds),
+      );
+    }
   }
   const busy = c.busyOwnerIds;
   if (
@@ -244,4 +255,28 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
     );
   }
   return problems;
+}
+
+/**
+ * What the counts of a run that continues as new always satisfy: it continues only after full pages, each
+ * page's owners (at most its documents) end processed, failed or busy once, and a notified owner was sent
+ * at least one reminder. Counts that break them were not written by the workflow.
+ */
+function countBoundProblems(counts: CycleCounts, batchSize: number, busyOwnerIds: unknown): string[] {
+  const bounds: [boolean, string][] = [
+    [counts.documentsSeen <= counts.pages * batchSize, 'documentsSeen <= pages × settings.batchSize'],
+    [
+      counts.ownersProcessed + counts.failedOwners <= counts.documentsSeen,
+      'ownersProcessed + failedOwners <= documentsSeen',
+    ],
+    [counts.ownersBusy <= counts.documentsSeen, 'ownersBusy <= documentsSeen'],
+    [counts.ownersNotified <= counts.ownersProcessed, 'ownersNotified <= ownersProcessed'],
+    [counts.ownersNotified <= counts.remindersSent, 'ownersNotified <= remindersSent'],
+    [!Array.isArray(busyOwnerIds) || busyOwnerIds.length <= counts.ownersBusy, 'busyOwnerIds.length <= ownersBusy'],
+  ];
+  return bounds
+    .filter(([holds]) => !holds)
+    .map(
+      ([, rule]) => `continuation.counts=${JSON.stringify(counts)}: expected ${rule}, as the workflow's own counts are`,
+    );
 }

@@ -19,7 +19,7 @@ import {
   pinClaimPlan,
   type OutboxMessage,
 } from '../db/outbox';
-import { withTransaction } from '../db/pool';
+import { connectionOptions, withTransaction } from '../db/pool';
 import { createKafka, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
@@ -281,6 +281,7 @@ export class OutboxRelay {
     const client = new pg.Client({
       connectionString: this.deps.listenUrl,
       application_name: 'expiry-reminder-relay-listen',
+      options: connectionOptions(),
     });
     client.on('notification', () => {
       for (const wake of [...this.wakeOnNotify]) wake();

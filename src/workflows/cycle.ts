@@ -91,6 +91,15 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const continued = input.continuation;
   // The schedule's action time, kept across continue-as-new with the other search attributes.
   const scheduledAt = info.typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME);
+  // A continuation is the workflow's own hand-over to its next run. Typed into a new start (the Web UI),
+  // its counts would become the cycle's result and its settings the cycle's; refuse it once, here.
+  if (continued != null && info.continuedFromExecutionRunId === undefined) {
+    throw ApplicationFailure.nonRetryable(
+      'Invalid cycle input: continuation: only a run that continued as new may carry one; start a cycle with ' +
+        '{} or the fields to override instead',
+      'InvalidCycleInput',
+    );
+  }
   // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
   // validated again, since anyone may start a run with one.
   const settings = await CancellationScope.nonCancellable(() =>
@@ -221,6 +230,7 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
         break;
       }
       const busyOwnerIds = groups.takeBusy();
+      groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
       await continueAsNew<typeof documentExpiryReminderCycle>({
         continuation: {
           settings,

@@ -120,14 +120,32 @@ export class OwnerGroupWindow {
 
   /** Owners still busy when the cycle ends: counted failed and logged by id, so the errors alert sees them. */
   failStillBusy(): void {
-    for (const ownerUserId of this.takeBusy()) {
+    this.failBusy(this.takeBusy(), 'OwnerBusy: another transaction held the owner until the end of the cycle');
+  }
+
+  /**
+   * Busy owners a continuation cannot carry (more than `MAX_CARRIED_BUSY_OWNERS`): counted failed and
+   * logged by id like the owners still busy at the end, so the result and the errors alert tell the
+   * operator; the next cycle finds them again.
+   */
+  failNotCarried(ownerUserIds: string[], carried: number): void {
+    if (ownerUserIds.length === 0) return;
+    log.warn('busy owners not carried into the next run', {
+      jobRunId: this.jobRunId,
+      carried,
+      notCarried: ownerUserIds.length,
+    });
+    this.failBusy(
+      ownerUserIds,
+      `OwnerBusy: busy, and past the ${carried} busy owners a continue-as-new carries; not retried in this cycle`,
+    );
+  }
+
+  private failBusy(ownerUserIds: string[], error: string): void {
+    for (const ownerUserId of ownerUserIds) {
       this.counts.failedOwners += 1;
       cycleMetrics.ownerFailed();
-      log.warn('owner failed', {
-        jobRunId: this.jobRunId,
-        ownerUserId,
-        error: 'OwnerBusy: another transaction held the owner until the end of the cycle',
-      });
+      log.warn('owner failed', { jobRunId: this.jobRunId, ownerUserId, error });
     }
     this.progress();
   }

@@ -138,7 +138,7 @@ describe('a run cannot undo the ledger', () => {
     },
   );
 
-  test('a continuation from outside, well formed, cannot restart a scan position it did not write', async () => {
+  test('a continuation from outside, well formed, is refused before it reads or writes anything', async () => {
     await insertDocuments(
       stack.db.admin,
       AS_OF_DATE,
@@ -166,8 +166,8 @@ describe('a run cannot undo the ledger', () => {
 
     const failure = await failureOf(await startWith({ continuation }));
 
-    expect(failure.type).toBe('ScanPositionMissing');
-    expect(failure.message).toMatch(/no scan position for page 2 of cycle/);
+    expect(failure.type).toBe('InvalidCycleInput');
+    expect(failure.message).toContain('continuation: only a run that continued as new may carry one');
     expect(await outbox(stack.db.admin)).toEqual([]);
   });
 

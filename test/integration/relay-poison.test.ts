@@ -138,6 +138,8 @@ test('a too-large row is parked after RELAY_MAX_ATTEMPTS while every other key i
           attempts: 3,
           rejections: 3,
           lastError: expect.stringContaining('larger than the max message size'),
+          retries: 0,
+          lastRetriedAt: null,
           waitingBehind: 1,
         },
       ],
@@ -242,6 +244,53 @@ test('two relays and a refused row keep order per key: the parked key stops at t
   expect(ours).toHaveLength(rows.length);
   const byKey = seqsByKey(ours);
   for (const key of keys) expect(byKey.get(key)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+test("outbox retry keeps the row's attempts and counts the retry; outbox parked shows both", async () => {
+  const [parked] = await insertOutboxRows(stack.db.admin, `retry-history-${crypto.randomUUID()}`, [
+    { key: crypto.randomUUID(), seq: 1 },
+  ]);
+  const park = () =>
+    stack.db.admin.query(
+      `update profile.outbox_messages
+          set parked_at = now(), attempts = attempts + 3, rejections = 3, last_error = 'refused' where id = $1`,
+      [parked.id],
+    );
+  const history = async () =>
+    (
+      await stack.db.admin.query(
+        `select attempts, rejections, parked_at, retries, last_retried_at from profile.outbox_messages where id = $1`,
+        [parked.id],
+      )
+    ).rows[0];
+  await park();
+
+  expect(await client('outbox', 'retry', parked.id)).toEqual({ retried: 1, ids: [parked.id] });
+  const once = await history();
+  expect(once).toEqual({ attempts: 3, rejections: 0, parked_at: null, retries: 1, last_retried_at: expect.any(Date) });
+
+  await park();
+  expect(await client('outbox', 'parked')).toEqual({
+    count: 1,
+    rows: [
+      expect.objectContaining({
+        id: parked.id,
+        attempts: 6,
+        rejections: 3,
+        retries: 1,
+        lastRetriedAt: expect.any(String),
+      }),
+    ],
+  });
+  expect(await client('outbox', 'retry', '--all')).toEqual({ retried: 1, ids: [parked.id] });
+  expect(await history()).toEqual({
+    attempts: 6,
+    rejections: 0,
+    parked_at: null,
+    retries: 2,
+    last_retried_at: expect.any(Date),
+  });
+  await stack.db.admin.query('delete from profile.outbox_messages where id = $1', [parked.id]);
 });
 
 test("outbox commands say which role they need when run with the worker's connection", async () => {

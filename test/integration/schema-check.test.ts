@@ -1,10 +1,13 @@
 /** The worker's start-up check of the schema it needs, against real databases. */
+import pg from 'pg';
+import { selectCandidatePage } from '../../src/db/candidates';
+import { runMigrations } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { workerSchemaProblems } from '../../src/db/schema-check';
-import { createMigratedDatabase } from '../../scripts/stack/database';
+import { relaySchemaProblems, workerSchemaProblems } from '../../src/db/schema-check';
+import { LOCAL_ROLE_PASSWORDS, createMigratedDatabase } from '../../scripts/stack/database';
 import { useIntegration } from '../support/harness';
 
-const stack = useIntegration('schema-check', { resetEachTest: false });
+const stack = useIntegration('schema-check', { resetEachTest: false, relayPoolSize: 1 });
 
 test('a migrated database passes the check', async () => {
   expect(await workerSchemaProblems(stack.db.worker)).toEqual([]);
@@ -39,4 +42,46 @@ test('a schema that lost the dedupe index is refused: reminders could repeat', a
       'create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)',
     );
   }
+});
+
+test('a profile table whose expires_at is a timestamptz and whose ids are text is refused, naming table, column, the type expected and the type found', async () => {
+  // The profile service created its table before this job's migrations: 001 leaves it as it is.
+  const db = await createMigratedDatabase(process.env.STACK_DATABASE_ADMIN_URL!, { prefix: 't_types', migrate: false });
+  const pool = createPool({ connectionString: db.workerUrl, max: 1 });
+  try {
+    const owner = new pg.Client({ connectionString: db.ownerUrl });
+    await owner.connect();
+    await owner.query(`create schema profile;
+      create table profile.person_documents (
+        id uuid primary key, owner_user_id varchar(64) not null, person_id uuid not null, type varchar(32) not null,
+        number_mask varchar(64) not null, expires_at timestamptz null, status varchar(16) not null,
+        is_deleted boolean not null default false, payload_cipher bytea not null,
+        created_at timestamptz not null default now(), updated_at timestamptz not null default now())`);
+    await owner.end();
+    await runMigrations({ connectionString: db.ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+
+    expect(await workerSchemaProblems(pool)).toEqual([
+      "profile.person_documents.owner_user_id: expected type uuid, found character varying; the job's statements rely on it",
+      "profile.person_documents.expires_at: expected type date, found timestamp with time zone; the job's statements rely on it",
+    ]);
+    // What the check spares the worker: every scan fails.
+    await expect(
+      selectCandidatePage(pool, { asOfDate: '2026-09-02', thresholdsDays: [30, 7, 1, 0], retentionDays: 90 }, null, 10),
+    ).rejects.toThrow(/operator does not exist: interval - integer/);
+  } finally {
+    await pool.end();
+    await db.drop();
+  }
+});
+
+test('an outbox whose created_at lost its time zone is refused by the relay check, naming the type found', async () => {
+  await stack.db.admin.query('alter table profile.outbox_messages alter column created_at type timestamp');
+  try {
+    expect(await relaySchemaProblems(stack.db.admin)).toEqual([
+      "profile.outbox_messages.created_at: expected type timestamp with time zone, found timestamp without time zone; the job's statements rely on it",
+    ]);
+  } finally {
+    await stack.db.admin.query('alter table profile.outbox_messages alter column created_at type timestamptz');
+  }
+  expect(await relaySchemaProblems(stack.relayPool)).toEqual([]);
 });

@@ -20,9 +20,40 @@ describe('database errors', () => {
     expect(isConnectionError(pgError(code))).toBe(connection);
   });
 
-  it('takes an error without a code (a timeout, a reset socket) as a lost connection, to retry', () => {
-    expect(isConnectionError(new Error('Connection terminated unexpectedly'))).toBe(true);
-    expect(isPermanentDatabaseError(new Error('Connection terminated unexpectedly'))).toBe(false);
+  it.each([
+    ['a socket closed under pg', new Error('Connection terminated unexpectedly')],
+    ['a client ended mid-query', new Error('Connection terminated')],
+    [
+      'a client unusable after its connection failed',
+      new Error('Client has encountered a connection error and is not queryable'),
+    ],
+    ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],
+    ['no reply within query_timeout', new Error('Query read timeout')],
+    [
+      "pg-pool's timeout around the socket's error",
+      new Error('Connection terminated due to connection timeout', { cause: pgError('ECONNRESET') }),
+    ],
+    ['a host name that does not resolve', pgError('ENOTFOUND')],
+    ['a reset socket', pgError('ECONNRESET')],
+    ['a connect that timed out', pgError('ETIMEDOUT')],
+    ['a write to a closed socket', pgError('EPIPE')],
+    ['a server that cannot accept connections now', pgError('57P03')],
+  ])('takes %s for a lost connection, to retry', (_what, err) => {
+    expect(isConnectionError(err)).toBe(true);
+    expect(isPermanentDatabaseError(err)).toBe(false);
+  });
+
+  it.each([
+    ['a TypeError from a bug', new TypeError("Cannot read properties of undefined (reading 'won')")],
+    ['a plain error without a code', new Error('something else went wrong')],
+    ['a RangeError', new RangeError('Invalid time value')],
+    ['a thrown string', 'boom'],
+    ['a statement timeout', pgError('57014')],
+    ['a serialization failure', pgError('40001')],
+    ['an undefined column', pgError('42703')],
+    ['an unknown system error', pgError('EACCES')],
+  ])('does not take %s for an unreachable database: the rest of the group is still tried', (_what, err) => {
+    expect(isConnectionError(err)).toBe(false);
   });
 
   it('makes permanent errors non-retryable, typed with their SQLSTATE, and hides passwords', () => {

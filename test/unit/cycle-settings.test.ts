@@ -189,7 +189,15 @@ describe('resolveCycleSettings with a continuation', () => {
   const good: CycleContinuation = {
     settings,
     startedAtMs: START.getTime(),
-    counts: { ...ZERO_COUNTS, pages: 3, remindersSent: 12 },
+    counts: {
+      ...ZERO_COUNTS,
+      pages: 3,
+      documentsSeen: 30,
+      ownersProcessed: 10,
+      ownersNotified: 8,
+      remindersSent: 12,
+      ownersBusy: 1,
+    },
     runs: 2,
     busyOwnerIds: ['0190f3a2-7c1e-7abc-8000-00000000000a'],
   };
@@ -246,6 +254,40 @@ describe('resolveCycleSettings with a continuation', () => {
   ])('refuses a continuation with %s', (_what, continuation, message) => {
     const problems = problemsOf({ continuation });
     expect(problems.join('\n')).toContain(message);
+  });
+
+  it("runs a continuation with the worker's busyRetryWindowMs, whatever it carries (a day typed into the Web UI)", () => {
+    const typed = { ...good, settings: { ...settings, busyRetryWindowMs: 86_400_000 } };
+    expect(resolveCycleSettings(DEFAULTS, { continuation: typed }, AT)).toEqual({
+      ok: true,
+      settings: { ...settings, busyRetryWindowMs: DEFAULTS.busyRetryWindowMs },
+    });
+    const without: Record<string, unknown> = { ...settings };
+    delete without.busyRetryWindowMs;
+    expect(resolveCycleSettings(DEFAULTS, { continuation: { ...good, settings: without } }, AT)).toEqual({
+      ok: true,
+      settings,
+    });
+  });
+
+  it.each<[string, Partial<CycleContinuation['counts']>, string]>([
+    ['more documents than its full pages hold', { documentsSeen: 31 }, 'documentsSeen <= pages × settings.batchSize'],
+    [
+      'more owners than documents',
+      { ownersProcessed: 25, failedOwners: 6 },
+      'ownersProcessed + failedOwners <= documentsSeen',
+    ],
+    ['more busy owners than documents', { ownersBusy: 31 }, 'ownersBusy <= documentsSeen'],
+    [
+      'more owners notified than processed',
+      { ownersNotified: 11, remindersSent: 20 },
+      'ownersNotified <= ownersProcessed',
+    ],
+    ['more owners notified than reminders sent', { remindersSent: 7 }, 'ownersNotified <= remindersSent'],
+    ['more busy owners carried than counted', { ownersBusy: 0 }, 'busyOwnerIds.length <= ownersBusy'],
+  ])('refuses counts the workflow never writes: %s', (_what, counts, rule) => {
+    const problems = problemsOf({ continuation: { ...good, counts: { ...good.counts, ...counts } } });
+    expect(problems).toEqual([expect.stringContaining(`expected ${rule}`)]);
   });
 
   it('refuses other fields beside a continuation', () => {

@@ -4,10 +4,12 @@
  * to 30 s, for `busyRetryWindowMs`; counted busy once, and failed if still busy at the end.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
+import { MAX_CARRIED_BUSY_OWNERS } from '../../src/domain/cycle-input';
 import {
   counterValue,
   cycleEnvPerFile,
   eventNames,
+  runInput,
   timerSeconds,
   withCycle,
   type HistoryEvent,
@@ -90,3 +92,37 @@ function summaryOf(event: HistoryEvent): string | undefined {
   const payload = event.userMetadata?.summary;
   return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
 }
+
+test('busy owners past what a continue-as-new carries are counted failed and logged by id, not dropped silently', async () => {
+  // 10,002 owners all busy on page 1; the run continues as new after it, carrying 10,000 of them.
+  const busyPage = owners(1, MAX_CARRIED_BUSY_OWNERS + 2);
+  const notCarried = busyPage.slice(MAX_CARRIED_BUSY_OWNERS);
+  const busy = new Set(busyPage);
+  await withCycle(
+    cycle(),
+    { pages: [busyPage, owners(20_001, 2)], owner: (id, n) => (n === 1 && busy.has(id) ? 'busy' : 'sent') },
+    { batchSize: 10_000, ownerConcurrency: 500, ownerGroupSize: 500, maxHistoryEvents: 10 },
+    async ({ handle, logs, histories }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({
+          status: 'completed',
+          runs: 2,
+          ownersBusy: MAX_CARRIED_BUSY_OWNERS + 2,
+          ownersProcessed: MAX_CARRIED_BUSY_OWNERS + 2,
+          failedOwners: 2,
+        }),
+      );
+      const [first] = await histories();
+      const carried = runInput((await histories())[1].events).continuation!;
+      expect(carried.busyOwnerIds).toHaveLength(MAX_CARRIED_BUSY_OWNERS);
+      expect(carried.counts.failedOwners).toBe(2);
+      expect(eventNames(first.events).at(-1)).toBe('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
+      const lines = logs();
+      expect(lines.filter((l) => l.message === 'busy owners not carried into the next run').map((l) => l.meta)).toEqual(
+        [expect.objectContaining({ carried: MAX_CARRIED_BUSY_OWNERS, notCarried: 2 })],
+      );
+      expect(lines.filter((l) => l.message === 'owner failed').map((l) => l.meta?.ownerUserId)).toEqual(notCarried);
+    },
+  );
+});

@@ -5,7 +5,7 @@
  * the time limit that comes while it drains ends the cycle instead of starting a new run.
  */
 import type { FindCandidatePageInput } from '../../src/activities';
-import type { CycleInput, CycleResult } from '../../src/domain/cycle';
+import { ZERO_COUNTS, type CycleContinuation, type CycleInput, type CycleResult } from '../../src/domain/cycle';
 import {
   cancelAndWaitUntilSeen,
   counterValue,
@@ -19,6 +19,7 @@ import {
 } from './support/cycle-env';
 import {
   DOCUMENTS_PER_OWNER,
+  STUB_DEFAULTS,
   callsOf,
   groups,
   holdUntil,
@@ -28,6 +29,13 @@ import {
 } from './support/stub-activities';
 
 const cycle = cycleEnvPerFile();
+
+/** Well-formed settings as the workflow carries them (the stub worker's configuration, as of 2026-06-01). */
+const STUB_SETTINGS = {
+  ...STUB_DEFAULTS,
+  asOf: '2026-06-01T00:00:00.000Z',
+  asOfDate: '2026-06-01',
+};
 
 test('continues as new before the history fills, carrying counts and busy owners; the result covers every run', async () => {
   // 8 pages of 4 owners; a page may cost (8 / 2 + 1) × 6 = 30 events, so a run of 60 holds a few.
@@ -191,4 +199,23 @@ test('a time limit that passes while the run drains before continuing ends the c
       expect(await counterValue(metrics, 'cycles', 'time-limit')).toBe(1);
     },
   );
+});
+
+test('a continuation typed into a new start (the Web UI) is refused at once: its counts and settings never become the cycle', async () => {
+  const continuation: CycleContinuation = {
+    settings: { ...STUB_SETTINGS, busyRetryWindowMs: 86_400_000 },
+    startedAtMs: 0,
+    counts: { ...ZERO_COUNTS, pages: 0, remindersSent: 1_000_000, ownersNotified: 0 },
+    runs: 2,
+    busyOwnerIds: [],
+  };
+  await withCycle(cycle(), { pages: [owners(1, 2)] }, { continuation }, async ({ handle, calls }) => {
+    const failure = await handle.result().then(
+      () => undefined,
+      (err: Error) => err.cause as Error & { type?: string },
+    );
+    expect(failure?.type).toBe('InvalidCycleInput');
+    expect(failure?.message).toContain('continuation: only a run that continued as new may carry one');
+    expect(calls).toEqual([]);
+  });
 });
