@@ -93,6 +93,44 @@ describe('the chaos model of the cycle rules', () => {
   });
 });
 
+describe('the chaos model, random days and thresholds (property)', () => {
+  const SETS = [
+    [30, 7, 1, 0],
+    [30, 14, 7, 1, 0],
+    [30, 3, 0],
+    [14, 2],
+    [60, 30, 7, 0],
+  ];
+
+  it('with the prune-cutoff bound, days forward and back never re-send a (document, threshold) nor send a less urgent one after a more urgent one', () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const draw = new Draw(seed);
+      const docs = Array.from({ length: 8 }, (_, i) => doc(`d${i}`, addDaysTo('2026-06-01', draw.int(-20, 200))));
+      let ledger = EMPTY;
+      let day = '2026-06-01';
+      const sent = new Map<string, number[]>();
+      for (let step = 0; step < 40; step++) {
+        day = addDaysTo(day, draw.chance(0.2) ? -draw.int(1, 5) : draw.int(1, 9));
+        const result = runCycle(docs, ledger, cycleOn(day, draw.pick(SETS), true));
+        ledger = result.ledger;
+        for (const d of result.events.flatMap((e) => e.documents)) {
+          const before = sent.get(d.documentId) ?? [];
+          expect({ seed, step, sentAgain: before.includes(d.thresholdDays) }).toEqual({ seed, step, sentAgain: false });
+          expect({ seed, step, lessUrgent: before.some((t) => t < d.thresholdDays) }).toEqual({
+            seed,
+            step,
+            lessUrgent: false,
+          });
+          sent.set(d.documentId, [...before, d.thresholdDays]);
+        }
+      }
+    }
+  });
+});
+
+const addDaysTo = (date: string, days: number): string =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
 describe('the chaos PRNG', () => {
   it('the same seed draws the same numbers and ids; another seed does not', () => {
     const a = new Draw(42);
