@@ -56,7 +56,8 @@ async function runOnce(h: Harness, scenario: Scenario, repetition: number): Prom
     repetitions: repetition,
     dataSize: size,
     checks: scenario.checks,
-    result: problems.length ? `FAIL: ${problems.join('; ')}` : `pass (${detail})`,
+    // A failed row keeps its detail too: s11's seed is in it, so the failure replays.
+    result: problems.length ? `FAIL: ${problems.join('; ')}${detail ? ` (${detail})` : ''}` : `pass (${detail})`,
     seconds: Math.round((Date.now() - started) / 1000),
     ok: problems.length === 0,
   };
