@@ -37,6 +37,8 @@ export interface Harness {
   client: Client;
   /** `--owners`: how many owners a scenario seeds. */
   owners: number;
+  /** `--seed` (or `FAULTS_SEED`): the seed of every random choice of the chaos scenario (s11), so a run replays. */
+  seed: number;
   /** Everything the child processes printed, for the closing scan for secrets. */
   output: string[];
   say(line: string): void;

@@ -1,5 +1,5 @@
 /**
- * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --report docs/RELIABILITY.md]`
+ * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --seed N --report docs/RELIABILITY.md]`
  *
  * The fault suite: real worker and relay processes, a real PostgreSQL, Temporal dev server and Kafka
  * broker, and faults injected into them (SIGKILL, server restarts, broker outages, bad input). After
@@ -31,8 +31,11 @@ const { values: args } = parseArgs({
     repeat: { type: 'string', default: '1' },
     only: { type: 'string' },
     report: { type: 'string' },
+    seed: { type: 'string', default: process.env.FAULTS_SEED },
   },
 });
+const SEED = args.seed !== undefined ? Number(args.seed) : Math.floor(Math.random() * 2 ** 31);
+if (!Number.isSafeInteger(SEED)) throw new Error(`--seed must be a whole number, got ${args.seed}`);
 const OWNERS = Number(args.owners);
 const REPEAT = Number(args.repeat);
 const root = path.resolve(__dirname, '..', '..');
@@ -53,7 +56,8 @@ async function runOnce(h: Harness, scenario: Scenario, repetition: number): Prom
     repetitions: repetition,
     dataSize: size,
     checks: scenario.checks,
-    result: problems.length ? `FAIL: ${problems.join('; ')}` : `pass (${detail})`,
+    // A failed row keeps its detail too: s11's seed is in it, so the failure replays.
+    result: problems.length ? `FAIL: ${problems.join('; ')}${detail ? ` (${detail})` : ''}` : `pass (${detail})`,
     seconds: Math.round((Date.now() - started) / 1000),
     ok: problems.length === 0,
   };
@@ -82,10 +86,10 @@ async function main(): Promise<void> {
   const only = args.only?.split(',');
   const selected = SCENARIOS.filter((s) => !only || only.includes(s.id));
   const temporalDbFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'faults-temporal-')), 'temporal.db');
-  say(`fault suite: ${selected.length} scenarios × ${REPEAT}, ${OWNERS} owners`);
+  say(`fault suite: ${selected.length} scenarios × ${REPEAT}, ${OWNERS} owners, seed ${SEED} (--seed ${SEED} replays)`);
   const stack = await startStack({ ui: false, temporalDbFile, log: (l) => say(`[stack] ${l}`) });
   const connection = await Connection.connect({ address: stack.temporal.address });
-  const h: Harness = { stack, client: new Client({ connection }), owners: OWNERS, output: [], say };
+  const h: Harness = { stack, client: new Client({ connection }), owners: OWNERS, seed: SEED, output: [], say };
   const rows: Row[] = [];
   try {
     for (const scenario of selected) {
@@ -103,7 +107,7 @@ async function main(): Promise<void> {
   const markdown = table(rows);
   say(`\n${markdown}\n`);
   if (args.report) {
-    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT}${only ? ` --only ${only.join(',')}` : ''}`;
+    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT} --seed ${SEED}${only ? ` --only ${only.join(',')}` : ''}`;
     writeReport(path.resolve(root, args.report), command, markdown);
   }
   const failed = rows.filter((r) => !r.ok).length;

@@ -3,13 +3,31 @@
  * and the outbox (read back from the topic for I4), and the counts the scenarios wait on.
  */
 import { countDueDocuments } from '../../src/db/candidates';
+import { addDays } from '../../src/domain/thresholds';
 import type { CycleResult, CycleStatus } from '../../src/domain/cycle';
 import { consumeUntil } from '../stack/consume';
 import { AS_OF, THRESHOLDS, waitFor, type FaultDb } from './harness';
 
-/** Documents still due as of the suite's date: what a complete cycle leaves at zero (I1). */
-export const dueCount = (db: FaultDb): Promise<number> =>
-  countDueDocuments(db.admin, { asOfDate: AS_OF, thresholdsDays: THRESHOLDS, retentionDays: 90 });
+/** Documents still due as of the suite's date (or `at`): what a complete cycle leaves at zero (I1). */
+export const dueCount = (db: FaultDb, at: JudgedAt = {}): Promise<number> =>
+  countDueDocuments(db.admin, {
+    asOfDate: at.asOf ?? AS_OF,
+    thresholdsDays: at.thresholds ?? THRESHOLDS,
+    retentionDays: RETENTION_DAYS,
+  });
+
+const RETENTION_DAYS = 90;
+
+/**
+ * The day and thresholds the invariants are judged as of: the suite's by default, the last cycle's
+ * for a scenario whose cycles move through days and thresholds (s11).
+ */
+export interface JudgedAt {
+  asOf?: string;
+  thresholds?: number[];
+  /** The highest prune cutoff a cycle applied: events of documents that expired before it lost their markers. */
+  prunedBefore?: string;
+}
 
 /** Markers written so far: a cycle's progress. */
 export async function markerCount(db: FaultDb): Promise<number> {
@@ -52,12 +70,15 @@ export const endedAs = (what: string, result: CycleResult, expected: CycleStatus
   result.status === expected ? [] : [`${what} ended ${result.status}`];
 
 /**
- * I1–I3, and I4 when `kafkaBrokers` is given (every outbox row read back from the topic); returns the
- * violations (empty when all hold).
+ * I1–I3 as of `options` (see {@link JudgedAt}), and I4 when `kafkaBrokers` is given (every outbox row
+ * read back from the topic); returns the violations (empty when all hold). I2's second half looks at
+ * the markers written as of that day only: in a world that changes between cycles, a marker written
+ * silently on an earlier day (a less urgent crossed threshold) may be the current threshold today.
  */
-export async function invariants(db: FaultDb, options: { kafkaBrokers?: string } = {}): Promise<string[]> {
+export async function invariants(db: FaultDb, options: JudgedAt & { kafkaBrokers?: string } = {}): Promise<string[]> {
+  const asOf = options.asOf ?? AS_OF;
   const problems: string[] = [];
-  const due = await dueCount(db);
+  const due = await dueCount(db, options);
   if (due > 0) problems.push(`I1: ${due} documents still due`);
   const { rows: dup } = await db.admin.query(
     `select x->>'documentId' as doc, x->>'thresholdDays' as t, count(*)::int as n
@@ -70,16 +91,19 @@ export async function invariants(db: FaultDb, options: { kafkaBrokers?: string }
        from profile.document_expiry_reminders r
        join profile.person_documents d on d.id = r.document_id
       where r.threshold_days = (select min(t) from unnest($1::int[]) t where d.expires_at - $2::date <= t)
+        and (r.reminded_at at time zone 'UTC')::date = $2::date
         and not exists (select 1 from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x
                          where x->>'documentId' = r.document_id::text and (x->>'thresholdDays')::int = r.threshold_days)`,
-    [THRESHOLDS, AS_OF],
+    [options.thresholds ?? THRESHOLDS, asOf],
   );
   if (missing[0].n > 0) problems.push(`I2: ${missing[0].n} current-threshold markers without an event`);
   const { rows: orphan } = await db.admin.query(
     `select count(*)::int as n
        from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x
-      where not exists (select 1 from profile.document_expiry_reminders r
+      where (x->>'expiresAt')::date >= $1::date
+        and not exists (select 1 from profile.document_expiry_reminders r
                          where r.document_id::text = x->>'documentId' and r.threshold_days = (x->>'thresholdDays')::int)`,
+    [options.prunedBefore ?? addDays(asOf, -RETENTION_DAYS)],
   );
   if (orphan[0].n > 0) problems.push(`I3: ${orphan[0].n} event documents without their marker`);
   if (options.kafkaBrokers) problems.push(...(await onTheTopic(db, options.kafkaBrokers)));

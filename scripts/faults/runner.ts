@@ -10,7 +10,7 @@ import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import type { CycleWorkflow } from '../../src/workflows';
 import { startToxiproxy } from '../toxiproxy';
 import { newDb, newTaskQueue, proxyToPostgres, seed, startCycle, type FaultDb, type Harness } from './harness';
-import { invariants } from './invariants';
+import { invariants, type JudgedAt } from './invariants';
 import { startRelay, startWorker, type Proc } from './processes';
 
 /** One row of the report, before its timing. */
@@ -42,6 +42,8 @@ export interface CycleScenarioSpec {
   kafka?: boolean;
   /** Checks of the scenario's own, named in the report after the shared ones. */
   ownChecks?: string;
+  /** Fills the database with `owners` owners' documents and returns how many; default {@link seed}. */
+  seed?: (db: FaultDb, owners: number, h: Harness) => Promise<number>;
 }
 
 /** What a scenario's body works with. Every process it starts is stopped before the invariants run. */
@@ -62,6 +64,8 @@ export interface CycleRun {
 export interface CycleOutcome {
   detail: string;
   problems?: string[];
+  /** The day and thresholds the invariants are judged as of, when not the suite's. */
+  judgedAt?: JudgedAt;
 }
 
 /** How the workers reach the database, and what the body gets to act on that path. */
@@ -113,13 +117,16 @@ async function runCycleScenario<E extends object>(
   try {
     db = await newDb(h, spec.id);
     const owners = spec.owners?.(h.owners) ?? h.owners;
-    const docs = await seed(db, owners);
+    const docs = await (spec.seed ?? seed)(db, owners, h);
     const { workerEnv, extra } = await connect(db);
     const run = { ...cycleRun(h, db, started, workerEnv), ...extra };
     for (let i = 0; i < (spec.workers ?? 1); i++) run.workers.push(run.startWorker());
     const outcome = await body(run);
     await stopAll(started);
-    const problems = await invariants(db, { kafkaBrokers: spec.kafka ? h.stack.kafkaBrokers : undefined });
+    const problems = await invariants(db, {
+      ...outcome.judgedAt,
+      kafkaBrokers: spec.kafka ? h.stack.kafkaBrokers : undefined,
+    });
     return {
       size: `${owners} owners, ${docs} documents`,
       detail: outcome.detail,

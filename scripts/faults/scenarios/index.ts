@@ -2,6 +2,7 @@
 import type { Scenario } from '../runner';
 import { badInput } from './bad-input';
 import { cancelAndTimeLimit } from './cancel-and-time-limit';
+import { chaos } from './chaos';
 import { concurrentCycles } from './concurrent-cycles';
 import { kafkaOutage } from './kafka-outage';
 import { latency } from './latency';
@@ -20,4 +21,5 @@ export const SCENARIOS: Scenario[] = [
   badInput,
   pathCut,
   latency,
+  chaos,
 ];
