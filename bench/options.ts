@@ -24,6 +24,10 @@ export interface BenchOptions {
   keepDb: boolean;
   /** `dist` (the compiled worker, as deployed) or `src` (the sources under tsx). */
   worker: string;
+  /** `--compare`: git revisions (comma-separated) to run the same workload for, beside the working tree (bench/compare). */
+  compare?: string;
+  /** `--rounds`: how many times `--compare` runs each revision, interleaved (default 3). */
+  rounds: number;
 }
 
 /** Parses the flags; unknown flags are refused (`parseArgs` strict mode). */
@@ -45,6 +49,8 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
       'keep-db': { type: 'boolean', default: false },
       worker: { type: 'string', default: 'dist' },
+      compare: { type: 'string' },
+      rounds: { type: 'string', default: '3' },
     },
   });
   const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
@@ -63,5 +69,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     asOf: a['as-of'],
     keepDb: a['keep-db'],
     worker: a.worker,
+    compare: a.compare,
+    rounds: Number(a.rounds),
   };
 }

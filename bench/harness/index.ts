@@ -17,7 +17,8 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-type Cleanup = () => Promise<unknown>;
+/** Something to stop or remove when the benchmark ends. */
+export type Cleanup = () => Promise<unknown>;
 
 /** Starts what `workload` needs for `paths`; on a failure stops what it started and rethrows. */
 export async function startHarness(
@@ -74,8 +75,11 @@ export async function startHarness(
   }
 }
 
-/** The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name, else of a new one. */
-async function startOrAdoptStack(
+/**
+ * The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name, else of a
+ * new one, whose stop is pushed onto `cleanups`.
+ */
+export async function startOrAdoptStack(
   kafka: boolean,
   cleanups: Cleanup[],
   say: (line: string) => void,

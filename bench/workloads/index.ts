@@ -14,3 +14,12 @@ export function findWorkload(name: string): Workload {
   if (!workload) throw new Error(`unknown workload ${name}; one of ${Object.keys(WORKLOADS).join(', ')}`);
   return workload;
 }
+
+/** The paths a run measures: `--only`'s (each one the workload has, else refused), else the workload's default ones. */
+export function chosenPaths(workload: Workload, only?: string[]): Set<string> {
+  const paths = new Set(only ?? workload.defaultPaths ?? workload.paths);
+  const unknown = [...paths].filter((p) => !workload.paths.includes(p));
+  if (unknown.length)
+    throw new Error(`unknown path ${unknown.join(', ')}; ${workload.name} has ${workload.paths.join(', ')}`);
+  return paths;
+}
