@@ -78,6 +78,11 @@ export class OutboxRelay {
   /** Ends the lanes' current waits early: notifications and stop, or stop only while backing off. */
   private readonly wakeOnNotify = new Set<() => void>();
   private readonly wakeOnStop = new Set<() => void>();
+  /**
+   * A notification came while no lane waited for one: rows may have committed since the last claim began.
+   * The next lane to wait claims at once instead; a claim that begins clears it (its snapshot sees the rows).
+   */
+  private notified = false;
   private loops: Promise<void>[] = [];
   private lastCleanup = 0;
   private readonly log: Logger;
@@ -189,6 +194,7 @@ export class OutboxRelay {
     const t0 = performance.now();
     let claimedAt = 0;
     let sentAt = 0;
+    this.notified = false;
     const result = await withTransaction(this.deps.pool, async (tx) => {
       await pinClaimPlan(tx);
       const rows = await claimUnpublished(tx, relay.batchSize);
@@ -311,6 +317,7 @@ export class OutboxRelay {
       application_name: 'expiry-reminder-relay-listen',
     });
     client.on('notification', () => {
+      if (this.wakeOnNotify.size === 0) this.notified = true;
       for (const wake of [...this.wakeOnNotify]) wake();
     });
     client.on('error', (err) => {
@@ -332,7 +339,7 @@ export class OutboxRelay {
 
   /** Waits for `ms` or stop, and for a notification too when `onNotify`. */
   private sleep(ms: number, onNotify = true): Promise<void> {
-    if (this.stopping) return Promise.resolve();
+    if (this.stopping || (onNotify && this.notified)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { insertOutboxRows } from '../support/outbox-rows';
 import { stackBrokers, testRelay } from '../support/relay';
-import { waitFor } from '../support/wait';
+import { sleep, waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
 
 const stack = useIntegration('relay-resilience', { relayPoolSize: 4 });
@@ -48,4 +48,36 @@ test('a cleanup error does not end the relay; the lane backs off and goes on', a
     level: 40,
     err: expect.stringContaining('permission denied'),
   });
+});
+
+test('a notification while every lane is busy is remembered: rows committed during a batch go out without waiting for the poll', async () => {
+  const during = crypto.randomUUID();
+  let inserted = false;
+  const relay = testRelay({
+    pool: stack.relayPool,
+    url: stack.db.relayUrl,
+    brokers: stackBrokers(),
+    env: { RELAY_CONCURRENCY: '1', RELAY_POLL_INTERVAL: '60s', RELAY_LINGER: '0ms' },
+    deps: {
+      // The one lane holds its batch while more rows commit, and their notification has time to arrive.
+      onSent: async () => {
+        if (inserted) return;
+        inserted = true;
+        await insertOutboxRows(stack.db.admin, during, seeds(3));
+        await sleep(500);
+      },
+    },
+  });
+  await relay.start();
+  try {
+    const first = crypto.randomUUID();
+    await insertOutboxRows(stack.db.admin, first, seeds(3));
+    await waitFor(async () => (await unpublished(first)) === 0, 20_000);
+    expect(inserted).toBe(true);
+    const t0 = Date.now();
+    await waitFor(async () => (await unpublished(during)) === 0, 20_000, 50);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  } finally {
+    await relay.stop();
+  }
 });
