@@ -74,6 +74,9 @@ export class OutboxRelay {
   private readonly lanes: Lane[];
   private readonly partitions: TopicPartitions;
   private listener: pg.Client | undefined;
+  /** The LISTEN session being set up, and the timer of the next attempt: stop ends both. */
+  private connecting: pg.Client | undefined;
+  private relisten: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Ends the lanes' current waits early: notifications and stop, or stop only while backing off. */
   private readonly wakeOnNotify = new Set<() => void>();
@@ -115,8 +118,19 @@ export class OutboxRelay {
       await lane.producer?.close();
       lane.producer = undefined;
     }
-    await this.listener?.end().catch(() => {});
+    await this.endListener();
+  }
+
+  /** Ends the LISTEN session, also one still connecting, and any reconnection to come. */
+  private async endListener(): Promise<void> {
+    clearTimeout(this.relisten);
+    const { listener, connecting } = this;
     this.listener = undefined;
+    this.connecting = undefined;
+    // A connecting client's end() destroys its socket, so its connect() fails at once instead of hanging;
+    // its promise may never settle (no 'end' comes from a socket that never connected), so it is not awaited.
+    void connecting?.end().catch(() => {});
+    await listener?.end().catch(() => {});
   }
 
   /**
@@ -309,7 +323,10 @@ export class OutboxRelay {
     if (deleted > 0) this.log.info({ deleted, retentionMs }, 'deleted published outbox rows past retention');
   }
 
-  /** LISTEN on a dedicated session; reconnects on loss (polling covers the gap). */
+  /**
+   * LISTEN on a dedicated session; reconnects on loss (polling covers the gap). A stop may come at any
+   * point of it: the session being set up is ended by stop, and one that connected meanwhile ends itself.
+   */
   private async listen(): Promise<void> {
     if (this.stopping) return;
     const client = new pg.Client({
@@ -321,20 +338,32 @@ export class OutboxRelay {
       for (const wake of [...this.wakeOnNotify]) wake();
     });
     client.on('error', (err) => {
+      if (this.listener !== client) return;
       this.log.warn({ err: redactUrl(err.message) }, 'LISTEN connection lost; polling until it is back');
-      if (this.listener === client) this.listener = undefined;
+      this.listener = undefined;
       client.end().catch(() => {});
-      setTimeout(() => this.listen().catch(() => {}), 1_000).unref();
+      this.listenLater(1_000);
     });
+    this.connecting = client;
     try {
       await client.connect();
       await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      if (this.stopping) throw new Error('relay stopping');
       this.listener = client;
     } catch (err) {
+      void client.end().catch(() => {});
+      if (this.stopping) return;
       this.log.warn({ err: redactUrl((err as Error).message) }, 'LISTEN failed; polling until it works');
-      await client.end().catch(() => {});
-      setTimeout(() => this.listen().catch(() => {}), 5_000).unref();
+      this.listenLater(5_000);
+    } finally {
+      if (this.connecting === client) this.connecting = undefined;
     }
+  }
+
+  private listenLater(ms: number): void {
+    if (this.stopping) return;
+    clearTimeout(this.relisten);
+    this.relisten = setTimeout(() => void this.listen(), ms).unref();
   }
 
   /** Waits for `ms` or stop, and for a notification too when `onNotify`. */

@@ -3,6 +3,7 @@
  * comes while every lane is busy, and a stop that races the LISTEN session's reconnection.
  */
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { insertOutboxRows } from '../support/outbox-rows';
 import { stackBrokers, testRelay } from '../support/relay';
 import { sleep, waitFor } from '../support/wait';
@@ -79,5 +80,89 @@ test('a notification while every lane is busy is remembered: rows committed duri
     expect(Date.now() - t0).toBeLessThan(5_000);
   } finally {
     await relay.stop();
+  }
+});
+
+/**
+ * A TCP path to PostgreSQL that can hold new connections before they reach the server, as a slow network
+ * or a server that accepts slowly would: the LISTEN session's reconnection stays in `connect()` meanwhile.
+ */
+async function holdingPath(upstreamUrl: string) {
+  const upstream = new URL(upstreamUrl);
+  const held: net.Socket[] = [];
+  const open = new Set<net.Socket>();
+  let holding = false;
+  const pipe = (socket: net.Socket) => {
+    const server = net.connect(Number(upstream.port), upstream.hostname);
+    open.add(socket);
+    for (const [a, b] of [
+      [socket, server],
+      [server, socket],
+    ]) {
+      a.pipe(b);
+      a.on('error', () => b.destroy());
+      a.on('close', () => b.destroy());
+    }
+    socket.on('close', () => open.delete(socket));
+  };
+  const proxy = net.createServer((socket) => {
+    socket.on('error', () => {});
+    if (holding) held.push(socket);
+    else pipe(socket);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const url = new URL(upstreamUrl);
+  url.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+  return {
+    url: url.toString(),
+    held,
+    hold: () => (holding = true),
+    /** Lets the held connections through, those still open. */
+    release() {
+      holding = false;
+      for (const socket of held.splice(0)) if (!socket.destroyed) pipe(socket);
+    },
+    close: async () => {
+      for (const socket of [...open, ...held]) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    },
+  };
+}
+
+async function listenSessions(): Promise<number> {
+  const { rows } = await stack.db.admin.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and application_name = 'expiry-reminder-relay-listen'`,
+  );
+  return rows[0].n;
+}
+
+test('a stop while the LISTEN session reconnects ends promptly and leaves no session behind', async () => {
+  const path = await holdingPath(stack.db.relayUrl);
+  const relay = testRelay({
+    pool: stack.relayPool,
+    url: stack.db.relayUrl,
+    brokers: stackBrokers(),
+    deps: { listenUrl: path.url },
+  });
+  try {
+    await relay.start();
+    await waitFor(async () => (await listenSessions()) === 1, 10_000);
+    path.hold();
+    await stack.db.admin.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = current_database() and application_name = 'expiry-reminder-relay-listen'`,
+    );
+    // The relay reconnects after a second; its new connection waits on the path.
+    await waitFor(async () => path.held.length === 1, 10_000, 20);
+    const t0 = Date.now();
+    await relay.stop();
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    path.release();
+    await sleep(1_500);
+    expect(await listenSessions()).toBe(0);
+  } finally {
+    await relay.stop();
+    await path.close();
   }
 });
