@@ -166,3 +166,17 @@ test('a stop while the LISTEN session reconnects ends promptly and leaves no ses
     await path.close();
   }
 });
+
+test('a normal start, publish and stop logs nothing at error level, kafkajs included', async () => {
+  const relay = testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, brokers: stackBrokers() });
+  await relay.start();
+  try {
+    const correlationId = crypto.randomUUID();
+    await insertOutboxRows(stack.db.admin, correlationId, seeds(20));
+    await waitFor(async () => (await unpublished(correlationId)) === 0, 20_000);
+  } finally {
+    await relay.stop();
+  }
+  expect(relay.logs.lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  expect(relay.logs.lines.filter((l) => l.component === 'kafkajs' && (l.level as number) >= 40)).toEqual([]);
+});
