@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import net from 'node:net';
+import { DELETE_PUBLISHED_SQL } from '../../src/db/outbox';
 import { insertOutboxRows } from '../support/outbox-rows';
 import { stackBrokers, testRelay } from '../support/relay';
 import { sleep, waitFor } from '../support/wait';
@@ -179,4 +180,23 @@ test('a normal start, publish and stop logs nothing at error level, kafkajs incl
   }
   expect(relay.logs.lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   expect(relay.logs.lines.filter((l) => l.component === 'kafkajs' && (l.level as number) >= 40)).toEqual([]);
+});
+
+test("the cleanup's delete reads only the rows past retention, through an index of published rows", async () => {
+  // A week of published rows, the oldest 1 % past retention, and statistics that know it.
+  await stack.db.admin.query(
+    `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type,
+            contract_version, payload, correlation_id, created_at, published_at)
+     select gen_random_uuid(), 'Profile', gen_random_uuid(), 't', md5(i::text), 'CleanupTest', 1, '{}', 'c',
+            now() - make_interval(secs => i * 6.1), now() - make_interval(secs => i * 6.1)
+       from generate_series(1, 100000) i`,
+  );
+  await stack.db.admin.query('analyze profile.outbox_messages');
+  const { rows } = await stack.db.admin.query<{ 'QUERY PLAN': unknown }>(
+    `explain (format json) ${DELETE_PUBLISHED_SQL}`,
+    [7 * 86_400, 5_000],
+  );
+  const plan = JSON.stringify(rows[0]['QUERY PLAN']);
+  expect(plan).toContain('ix_outbox_messages_published');
+  expect(plan).not.toContain('Seq Scan');
 });
