@@ -43,6 +43,7 @@ async function main(): Promise<void> {
   let connection: NativeConnection | undefined;
   let server: http.Server | undefined;
   let worker: Worker | undefined;
+  const backlog = backlogRefresher(pool, config, metrics);
   const unhandled = stopOnUnhandledErrors(logger, () => {
     // Not running yet: the start below sees `unhandled.first` and does not run it.
     if (worker?.getState() === 'RUNNING') worker.shutdown();
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
       server = await startMetricsServer({
         registry: metrics.registry,
         port: config.metricsPort,
-        beforeScrape: backlogRefresher(pool, config, metrics),
+        beforeScrape: backlog.scrape,
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
       });
     }
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
       metrics,
       tracing,
       workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
+      onCycleEnded: config.metricsPort ? () => void backlog.now() : undefined,
     });
     logger.info(
       {
