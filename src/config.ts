@@ -51,12 +51,16 @@ export interface Config {
     maxAttempts: number;
     retentionMs: number;
     cleanupIntervalMs: number;
+    /** At most how often `/metrics` counts the outbox backlog (a scrape in between shows the last count). */
+    backlogRefreshIntervalMs: number;
   };
   schedule: { intervalMs: number; offsetMs: number };
   /** OpenTelemetry export: off unless an OTLP endpoint is set. */
   tracing: { otlpEndpoint?: string; serviceName?: string };
   /** Port of `/metrics`; 0 turns the endpoint off. */
   metricsPort: number;
+  /** At most how often the worker counts the documents due (the backlog gauge); also after each cycle. */
+  backlogRefreshIntervalMs: number;
   logLevel: string;
   /** Id ranges a cycle's first candidate page is scanned in at once (one connection each). */
   scanSlices: number;
@@ -220,6 +224,8 @@ const schema = z.object({
   RELAY_MAX_ATTEMPTS: wholeNumber(1, 1000).default(10),
   OUTBOX_RETENTION: durationText('7d').default(7 * 86_400_000),
   RELAY_CLEANUP_INTERVAL: durationText('10m').default(10 * 60_000),
+  RELAY_BACKLOG_REFRESH_INTERVAL: durationText('30s').default(30_000),
+  BACKLOG_REFRESH_INTERVAL: durationText('5m').default(5 * 60_000),
   METRICS_PORT: wholeNumber(0, 65_535).default(9464),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .string()
@@ -355,9 +361,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: v.RELAY_MAX_ATTEMPTS,
       retentionMs: v.OUTBOX_RETENTION,
       cleanupIntervalMs: v.RELAY_CLEANUP_INTERVAL,
+      backlogRefreshIntervalMs: v.RELAY_BACKLOG_REFRESH_INTERVAL,
     },
     schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
     metricsPort: v.METRICS_PORT,
+    backlogRefreshIntervalMs: v.BACKLOG_REFRESH_INTERVAL,
     tracing: { otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME },
     logLevel: v.LOG_LEVEL,
     workflowBundlePath: v.WORKFLOW_BUNDLE_PATH,

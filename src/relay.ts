@@ -10,9 +10,10 @@ import { createKafka } from './relay/kafka';
 import { createLogger } from './observability/logger';
 import { createRelayMetrics, startMetricsServer } from './observability/metrics';
 import { TOPIC } from './domain/names';
-import { runMain, UnavailableError } from './run-main';
+import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
 import { OutboxRelay } from './relay/outbox-relay';
 import { relaySessionLimits } from './relay/session';
+import { GAUGE_STATEMENT_TIMEOUT_MS, gaugeRefresh, withStatementTimeout } from './observability/refresh';
 import { createTracing } from './observability/tracing';
 
 async function main(): Promise<void> {
@@ -48,24 +49,33 @@ async function main(): Promise<void> {
     // Spans nobody exports still cost the relay CPU for every row (bench/REPORT.md, "Relay").
     tracer: tracing.exporting ? tracing.tracer : undefined,
   });
+  // Read on scrape, so a stuck relay loop cannot freeze the lag it should reveal; at most every
+  // RELAY_BACKLOG_REFRESH_INTERVAL and one at a time, so a scrape loop cannot take the lanes' pool.
+  const backlogGauges = gaugeRefresh({
+    intervalMs: config.relay.backlogRefreshIntervalMs,
+    refresh: async () => {
+      const backlog = await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, outboxBacklog);
+      metrics.backlog.set(backlog.count);
+      metrics.parked.set(backlog.parked);
+      metrics.oldestAge.set(backlog.oldestAgeSeconds);
+    },
+    onError: () => metrics.backlogRefreshErrors.inc(),
+  });
   const server = config.metricsPort
     ? await startMetricsServer({
         registry: metrics.registry,
         port: config.metricsPort,
-        // Read at scrape time, so a stuck relay loop cannot freeze the lag it should reveal.
-        beforeScrape: async () => {
-          const backlog = await outboxBacklog(pool);
-          metrics.backlog.set(backlog.count);
-          metrics.parked.set(backlog.parked);
-          metrics.oldestAge.set(backlog.oldestAgeSeconds);
-        },
+        beforeScrape: backlogGauges.scrape,
       })
     : undefined;
   // Listening from the start: a signal during start-up stops the relay right after it.
+  let stopFor: (reason: string) => void = () => {};
   const stopSignal = new Promise<string>((resolve) => {
+    stopFor = resolve;
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  const unhandled = stopOnUnhandledErrors(logger, () => stopFor('unhandled error'));
   try {
     const schemaProblems = await relaySchemaProblems(pool);
     if (schemaProblems.length > 0) {
@@ -93,6 +103,7 @@ async function main(): Promise<void> {
     await tracing.shutdown();
     logger.info({ published: relay.publishedTotal }, 'relay stopped');
   }
+  if (unhandled.first) throw unhandled.first;
 }
 
 runMain('relay', main);

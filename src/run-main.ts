@@ -4,6 +4,7 @@
  * configuration (fix the environment) from a missing dependency (wait or migrate) from a crash.
  */
 import { ConfigError, redactUrl } from './config';
+import type { Logger } from './observability/logger';
 
 /** Exit codes of the entry points (sysexits.h names where one fits). */
 export const EXIT_CODES = {
@@ -51,4 +52,50 @@ export function runMain(
       process.exit(code);
     },
   );
+}
+
+/** What {@link stopOnUnhandledErrors} saw: the first error nothing handled, if any. */
+export interface UnhandledErrors {
+  readonly first: Error | undefined;
+  /** Removes the handlers (tests; a process that ends needs not). */
+  dispose(): void;
+}
+
+/**
+ * Turns an error nothing handled (a rejected promise nobody awaited, an exception thrown from a callback)
+ * into an orderly stop instead of Node's immediate exit, which would cut batches and activities off mid-way:
+ * the error is logged, `stop` is called once, and the entry point, once its shutdown is done, throws
+ * `first` so that it ends with exit code 1. A shutdown that hangs after such an error ends the process
+ * after `graceMs`.
+ */
+export function stopOnUnhandledErrors(
+  logger: Pick<Logger, 'error'>,
+  stop: () => void,
+  graceMs = 120_000,
+): UnhandledErrors {
+  let first: Error | undefined;
+  const onError = (kind: string) => (reason: unknown) => {
+    const err = reason instanceof Error ? reason : new Error(String(reason));
+    logger.error({ err: redactUrl(err.stack ?? err.message), kind }, 'unhandled error, stopping');
+    if (first) return;
+    first = err;
+    setTimeout(() => {
+      process.stderr.write(`shutdown after an unhandled error took more than ${graceMs} ms\n`);
+      process.exit(EXIT_CODES.failure);
+    }, graceMs).unref();
+    stop();
+  };
+  const onRejection = onError('unhandledRejection');
+  const onException = onError('uncaughtException');
+  process.on('unhandledRejection', onRejection);
+  process.on('uncaughtException', onException);
+  return {
+    get first() {
+      return first;
+    },
+    dispose() {
+      process.off('unhandledRejection', onRejection);
+      process.off('uncaughtException', onException);
+    },
+  };
 }

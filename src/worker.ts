@@ -3,7 +3,7 @@
  * polling, let running activities finish within the grace time, then close the pool and connection.
  */
 import type http from 'node:http';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
 import { createPool } from './db/pool';
 import { workerSchemaProblems } from './db/schema-check';
@@ -12,7 +12,7 @@ import { createLogger } from './observability/logger';
 import { createWorkerMetrics, startMetricsServer } from './observability/metrics';
 import { freePort } from './observability/ports';
 import { createTracing } from './observability/tracing';
-import { runMain, UnavailableError } from './run-main';
+import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
 import { temporalConnectionOptions } from './temporal/connection';
 import { createWorker, installRuntime } from './temporal/worker';
 import { workflowBundlePath } from './temporal/workflow-bundle';
@@ -42,12 +42,18 @@ async function main(): Promise<void> {
   });
   let connection: NativeConnection | undefined;
   let server: http.Server | undefined;
+  let worker: Worker | undefined;
+  const backlog = backlogRefresher(pool, config, metrics);
+  const unhandled = stopOnUnhandledErrors(logger, () => {
+    // Not running yet: the start below sees `unhandled.first` and does not run it.
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+  });
   try {
     if (config.metricsPort) {
       server = await startMetricsServer({
         registry: metrics.registry,
         port: config.metricsPort,
-        beforeScrape: backlogRefresher(pool, config, metrics),
+        beforeScrape: backlog.scrape,
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
       });
     }
@@ -59,7 +65,7 @@ async function main(): Promise<void> {
     }
     connection = await NativeConnection.connect(temporalConnectionOptions(config));
     const bundlePath = workflowBundlePath(config.workflowBundlePath);
-    const worker = await createWorker({
+    worker = await createWorker({
       config,
       connection,
       pool,
@@ -67,6 +73,7 @@ async function main(): Promise<void> {
       metrics,
       tracing,
       workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
+      onCycleEnded: config.metricsPort ? () => void backlog.now() : undefined,
     });
     logger.info(
       {
@@ -78,7 +85,7 @@ async function main(): Promise<void> {
       },
       'worker started',
     );
-    await worker.run();
+    if (!unhandled.first) await worker.run();
     logger.info('worker stopped');
   } finally {
     server?.close();
@@ -86,6 +93,7 @@ async function main(): Promise<void> {
     await pool.end();
     await tracing.shutdown();
   }
+  if (unhandled.first) throw unhandled.first;
 }
 
 if (require.main === module) runMain('worker', main);

@@ -4,16 +4,23 @@ import type { Config } from '../config';
 import { countDueDocuments } from '../db/candidates';
 import { utcDate } from '../domain/thresholds';
 import type { WorkerMetrics } from './metrics';
+import { GAUGE_STATEMENT_TIMEOUT_MS, gaugeRefresh, withStatementTimeout, type GaugeRefresh } from './refresh';
 
-/** Keeps the backlog gauge fresh on scrape, at most every `minIntervalMs`; a failed count keeps the last value. */
-export function backlogRefresher(pool: pg.Pool, config: Config, metrics: WorkerMetrics, minIntervalMs = 15_000) {
-  let last = 0;
-  return async () => {
-    if (Date.now() - last < minIntervalMs) return;
-    last = Date.now();
-    const { thresholdsDays, retentionDays } = config.cycle;
-    metrics.backlog.set(
-      await countDueDocuments(pool, { asOfDate: utcDate(new Date()), thresholdsDays, retentionDays }),
-    );
-  };
+/**
+ * Keeps the backlog gauge fresh: at most every BACKLOG_REFRESH_INTERVAL on scrape (the count walks the
+ * whole window), single-flight, under a statement timeout; a failed count keeps the last value and counts
+ * an error. `now()` refreshes after a cycle, when the number changes.
+ */
+export function backlogRefresher(pool: pg.Pool, config: Config, metrics: WorkerMetrics): GaugeRefresh {
+  const { thresholdsDays, retentionDays } = config.cycle;
+  return gaugeRefresh({
+    intervalMs: config.backlogRefreshIntervalMs,
+    refresh: async () =>
+      metrics.backlog.set(
+        await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, (tx) =>
+          countDueDocuments(tx, { asOfDate: utcDate(new Date()), thresholdsDays, retentionDays }),
+        ),
+      ),
+    onError: () => metrics.backlogRefreshErrors.inc(),
+  });
 }

@@ -50,6 +50,11 @@ export function createWorkerMetrics(thresholdsDays: readonly number[], registry 
       labelNames: ['kind'],
       registers: [registry],
     }),
+    backlogRefreshErrors: new client.Counter({
+      name: 'profile_document_expiry_reminder_backlog_refresh_errors_total',
+      help: 'Counts of the backlog gauge that failed (timed out, database down); the gauge kept its last value.',
+      registers: [registry],
+    }),
     backlog: new client.Gauge({
       name: 'profile_document_expiry_reminder_backlog',
       help: 'Documents due now (active, in the window, no marker for their current threshold): what the next cycle would remind.',
@@ -108,6 +113,11 @@ export function createRelayMetrics(registry = new client.Registry()) {
       name: 'profile_outbox_relay_rejected_total',
       help: 'Rows Kafka refused when sent on their own (too large, invalid); parked at RELAY_MAX_ATTEMPTS.',
       labelNames: ['topic'],
+      registers: [registry],
+    }),
+    backlogRefreshErrors: new client.Counter({
+      name: 'profile_outbox_backlog_refresh_errors_total',
+      help: 'Counts of the outbox backlog gauges that failed (timed out, database down); they kept their last values.',
       registers: [registry],
     }),
     backlog: new client.Gauge({

@@ -1,5 +1,6 @@
 /** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import {
   Kafka,
   logLevel as KafkaLogLevel,
@@ -14,6 +15,7 @@ import {
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
+import { PRODUCER_ABANDONED_MESSAGE, ProducerAbandonedError } from './producer';
 
 /**
  * A kafkajs client from configuration, logging through pino at WARN and above.
@@ -42,13 +44,41 @@ export function createKafka(
       ({ namespace, level, log: line }) => {
         if (!log) return;
         const { message, ...rest } = line;
-        const fields = { namespace, ...rest };
-        if (level === KafkaLogLevel.ERROR) log.error(fields, message);
-        else if (level === KafkaLogLevel.WARN) log.warn(fields, message);
-        else log.debug(fields, message);
+        log[kafkaLineLevel(level, message, rest)]({ namespace, ...rest }, message);
       },
   };
   return new Kafka(options);
+}
+
+/** Messages of the Kafka errors kafkajs retries by itself (the coordinator loading, a leader moving, …). */
+const RETRIABLE_KAFKA_ERRORS: ReadonlySet<string> = new Set(
+  (
+    createRequire(__filename)('kafkajs/src/protocol/error') as { errorCodes: { retriable: boolean; message: string }[] }
+  ).errorCodes
+    .filter((e) => e.retriable)
+    .map((e) => e.message),
+);
+
+/**
+ * The level a kafkajs line is logged at: error only for what needs someone to act. What kafkajs retries
+ * by itself (a retriable Kafka error, a request it will send again) is info, and what the relay does on
+ * purpose is debug: abandoning a producer (a stop, a send timeout; the relay logs its own line) and limiting
+ * the idempotent producer's retries (the relay retries batches itself; docs/DESIGN.md#relay-a-send-that-times-out-is-over).
+ */
+export function kafkaLineLevel(
+  level: KafkaLogLevel,
+  message: string,
+  fields: { error?: unknown; stack?: unknown; retryCount?: unknown; [key: string]: unknown },
+): 'error' | 'warn' | 'info' | 'debug' {
+  const text = `${message} ${String(fields.error ?? '')} ${String(fields.stack ?? '')}`;
+  if (text.includes(ProducerAbandonedError.name) || text.includes(PRODUCER_ABANDONED_MESSAGE)) return 'debug';
+  if (message.startsWith('Limiting retries for the idempotent producer')) return 'debug';
+  if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) {
+    const retried = RETRIABLE_KAFKA_ERRORS.has(String(fields.error ?? message)) || fields.retryCount !== undefined;
+    if (retried) return 'info';
+    return level === KafkaLogLevel.ERROR ? 'error' : 'warn';
+  }
+  return 'debug';
 }
 
 /**

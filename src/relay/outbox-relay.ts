@@ -63,15 +63,29 @@ interface Lane {
   producer: RelayProducer | undefined;
 }
 
+/** A lane's failures in a row, for its backoff and its "publishing again" line. */
+interface LaneState {
+  failures: number;
+  failing: boolean;
+}
+
 /** Publishes outbox rows until stopped. */
 export class OutboxRelay {
   private readonly lanes: Lane[];
   private readonly partitions: TopicPartitions;
   private listener: pg.Client | undefined;
+  /** The LISTEN session being set up, and the timer of the next attempt: stop ends both. */
+  private connecting: pg.Client | undefined;
+  private relisten: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Ends the lanes' current waits early: notifications and stop, or stop only while backing off. */
   private readonly wakeOnNotify = new Set<() => void>();
   private readonly wakeOnStop = new Set<() => void>();
+  /**
+   * A notification came while no lane waited for one: rows may have committed since the last claim began.
+   * The next lane to wait claims at once instead; a claim that begins clears it (its snapshot sees the rows).
+   */
+  private notified = false;
   private loops: Promise<void>[] = [];
   private lastCleanup = 0;
   private readonly log: Logger;
@@ -104,49 +118,82 @@ export class OutboxRelay {
       await lane.producer?.close();
       lane.producer = undefined;
     }
-    await this.listener?.end().catch(() => {});
-    this.listener = undefined;
+    await this.endListener();
   }
 
+  /** Ends the LISTEN session, also one still connecting, and any reconnection to come. */
+  private async endListener(): Promise<void> {
+    clearTimeout(this.relisten);
+    const { listener, connecting } = this;
+    this.listener = undefined;
+    this.connecting = undefined;
+    // A connecting client's end() destroys its socket, so its connect() fails at once instead of hanging;
+    // its promise may never settle (no 'end' comes from a socket that never connected), so it is not awaited.
+    void connecting?.end().catch(() => {});
+    await listener?.end().catch(() => {});
+  }
+
+  /**
+   * A lane's loop. Nothing ends it but stop: a lane that rejected would end the relay, and with it the
+   * other lanes' batches mid-send, so every failure (a batch's, the cleanup's, anything unforeseen) backs off.
+   */
   private async run(lane: Lane): Promise<void> {
-    let failures = 0;
-    let failing = false;
+    const state: LaneState = { failures: 0, failing: false };
     while (!this.stopping) {
-      let outcome: BatchOutcome;
       try {
-        outcome = await this.publishBatch(lane);
+        await this.turn(lane, state);
       } catch (err) {
-        // The database failed (the claim, or recording the outcome); the rows stay as they were.
-        outcome = { failed: err as Error, rows: 0 };
-      }
-      // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
-      if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
-        failures += 1;
-        const delay = backoff(failures, this.deps.config.relay.maxBackoffMs);
-        if ('failed' in outcome) {
-          failing = true;
-          this.log.warn(
-            { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures, retryInMs: delay },
-            'publish failed, backing off',
-          );
-        }
-        // New rows must not cut the backoff short while the broker is down.
-        await this.sleep(delay, !('failed' in outcome));
-        continue;
-      }
-      if (failing) this.log.info({ failures }, 'publishing again');
-      failing = false;
-      failures = 0;
-      await this.cleanupIfDue();
-      const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
-      if (outcome.claimed < batchSize) {
-        await this.sleep(pollIntervalMs);
-        // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
-        // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
-        // New rows stay put a moment longer so that one claim takes several commits' rows.
-        if (lingerMs > 0) await this.sleep(lingerMs, false);
+        await this.backOff(state, { failed: err as Error, rows: 0 }, 'relay lane failed, backing off');
       }
     }
+  }
+
+  /** One batch, then the cleanup when it is due, then the wait before the next claim. */
+  private async turn(lane: Lane, state: LaneState): Promise<void> {
+    let outcome: BatchOutcome;
+    try {
+      outcome = await this.publishBatch(lane);
+    } catch (err) {
+      // The database failed (the claim, or recording the outcome); the rows stay as they were.
+      outcome = { failed: err as Error, rows: 0 };
+    }
+    // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
+    if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
+      await this.backOff(state, outcome, 'publish failed, backing off');
+      return;
+    }
+    if (state.failing) this.log.info({ failures: state.failures }, 'publishing again');
+    state.failing = false;
+    state.failures = 0;
+    try {
+      await this.cleanupIfDue();
+    } catch (err) {
+      await this.backOff(state, { failed: err as Error, rows: 0 }, 'outbox cleanup failed, backing off');
+      return;
+    }
+    const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
+    if (outcome.claimed < batchSize) {
+      await this.sleep(pollIntervalMs);
+      // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
+      // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
+      // New rows stay put a moment longer so that one claim takes several commits' rows.
+      if (lingerMs > 0) await this.sleep(lingerMs, false);
+    }
+  }
+
+  /** Waits out the lane's next backoff; a failure is logged, a pass of refusals only is not (each row was). */
+  private async backOff(state: LaneState, outcome: BatchOutcome, message: string): Promise<void> {
+    state.failures += 1;
+    const delay = backoff(state.failures, this.deps.config.relay.maxBackoffMs);
+    if ('failed' in outcome) {
+      state.failing = true;
+      this.log.warn(
+        { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures: state.failures, retryInMs: delay },
+        message,
+      );
+    }
+    // New rows must not cut the backoff short while the broker is down.
+    await this.sleep(delay, !('failed' in outcome));
   }
 
   /**
@@ -161,6 +208,7 @@ export class OutboxRelay {
     const t0 = performance.now();
     let claimedAt = 0;
     let sentAt = 0;
+    this.notified = false;
     const result = await withTransaction(this.deps.pool, async (tx) => {
       await pinClaimPlan(tx);
       const rows = await claimUnpublished(tx, relay.batchSize);
@@ -275,7 +323,10 @@ export class OutboxRelay {
     if (deleted > 0) this.log.info({ deleted, retentionMs }, 'deleted published outbox rows past retention');
   }
 
-  /** LISTEN on a dedicated session; reconnects on loss (polling covers the gap). */
+  /**
+   * LISTEN on a dedicated session; reconnects on loss (polling covers the gap). A stop may come at any
+   * point of it: the session being set up is ended by stop, and one that connected meanwhile ends itself.
+   */
   private async listen(): Promise<void> {
     if (this.stopping) return;
     const client = new pg.Client({
@@ -284,28 +335,41 @@ export class OutboxRelay {
       options: connectionOptions(),
     });
     client.on('notification', () => {
+      if (this.wakeOnNotify.size === 0) this.notified = true;
       for (const wake of [...this.wakeOnNotify]) wake();
     });
     client.on('error', (err) => {
+      if (this.listener !== client) return;
       this.log.warn({ err: redactUrl(err.message) }, 'LISTEN connection lost; polling until it is back');
-      if (this.listener === client) this.listener = undefined;
+      this.listener = undefined;
       client.end().catch(() => {});
-      setTimeout(() => this.listen().catch(() => {}), 1_000).unref();
+      this.listenLater(1_000);
     });
+    this.connecting = client;
     try {
       await client.connect();
       await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      if (this.stopping) throw new Error('relay stopping');
       this.listener = client;
     } catch (err) {
+      void client.end().catch(() => {});
+      if (this.stopping) return;
       this.log.warn({ err: redactUrl((err as Error).message) }, 'LISTEN failed; polling until it works');
-      await client.end().catch(() => {});
-      setTimeout(() => this.listen().catch(() => {}), 5_000).unref();
+      this.listenLater(5_000);
+    } finally {
+      if (this.connecting === client) this.connecting = undefined;
     }
+  }
+
+  private listenLater(ms: number): void {
+    if (this.stopping) return;
+    clearTimeout(this.relisten);
+    this.relisten = setTimeout(() => void this.listen(), ms).unref();
   }
 
   /** Waits for `ms` or stop, and for a notification too when `onNotify`. */
   private sleep(ms: number, onNotify = true): Promise<void> {
-    if (this.stopping) return Promise.resolve();
+    if (this.stopping || (onNotify && this.notified)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

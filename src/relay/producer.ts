@@ -22,10 +22,12 @@ import {
  */
 export const WIND_DOWN_MS = 5_000;
 
+export const PRODUCER_ABANDONED_MESSAGE = 'the producer was abandoned: its send timed out or ended without a verdict';
+
 /** Thrown by a send, a socket or a retry of a producer that was abandoned. */
 export class ProducerAbandonedError extends Error {
   constructor() {
-    super('the producer was abandoned: its send timed out or ended without a verdict');
+    super(PRODUCER_ABANDONED_MESSAGE);
     this.name = 'ProducerAbandonedError';
   }
 }

@@ -37,17 +37,24 @@ export interface WorkerDeps {
   taskQueue?: string;
   /** A prebuilt workflow bundle; without it the worker bundles `src/workflows` itself. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Called when a cycle ends (the backlog gauge refreshes then). */
+  onCycleEnded?: () => void;
 }
 
 /** Path of the workflow code, for bundling (works from `src/` under tsx and from `dist/`). */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
 /** The workflow's sinks: metrics recorded in this process, never on replay. */
-export function cycleSinks(metrics: WorkerMetrics | undefined): InjectedSinks<CycleSinks> {
+export function cycleSinks(metrics: WorkerMetrics | undefined, onCycleEnded?: () => void): InjectedSinks<CycleSinks> {
   return {
     cycleMetrics: {
       ownerFailed: { fn: () => metrics?.errors.inc({ kind: 'owner' }) },
-      cycleEnded: { fn: (_info, result) => metrics && recordCycleEnded(metrics, result) },
+      cycleEnded: {
+        fn: (_info, result) => {
+          if (metrics) recordCycleEnded(metrics, result);
+          onCycleEnded?.();
+        },
+      },
       cycleFailed: {
         fn: () => {
           metrics?.errors.inc({ kind: 'cycle' });
@@ -62,10 +69,18 @@ export function cycleSinks(metrics: WorkerMetrics | undefined): InjectedSinks<Cy
  * The workflow side of a worker (interceptors and sinks), shared by the real worker and the replay test
  * so that what replays is what runs. With a prebuilt bundle, the bundle must include the interceptors.
  */
-export function workflowSideOptions(tracing: Tracing, metrics: WorkerMetrics | undefined, prebuilt: boolean) {
+export function workflowSideOptions(
+  tracing: Tracing,
+  metrics: WorkerMetrics | undefined,
+  prebuilt: boolean,
+  onCycleEnded?: () => void,
+) {
   return {
     workflowModules: prebuilt ? [] : [OTEL_WORKFLOW_INTERCEPTORS],
-    sinks: { ...cycleSinks(metrics), exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+    sinks: {
+      ...cycleSinks(metrics, onCycleEnded),
+      exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource),
+    },
   };
 }
 
@@ -73,7 +88,7 @@ export function workflowSideOptions(tracing: Tracing, metrics: WorkerMetrics | u
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const { config, connection, pool, logger, metrics } = deps;
   const tracing = deps.tracing ?? createTracing({ serviceName: 'expiry-reminder-worker' });
-  const workflowSide = workflowSideOptions(tracing, metrics, Boolean(deps.workflowBundle));
+  const workflowSide = workflowSideOptions(tracing, metrics, Boolean(deps.workflowBundle), deps.onCycleEnded);
   return Worker.create({
     connection,
     namespace: config.temporal.namespace,
