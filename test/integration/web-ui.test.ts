@@ -146,7 +146,9 @@ test('the Web UI shows the latest scheduled cycle with its summary, outcome and 
   // "**completed** · AsOf … reminders 3 …", rendered as markdown: the status in bold.
   await current.locator('strong', { hasText: /^completed$/ }).waitFor();
   const currentText = (await current.locator('body').innerText()).replace(/\s+/g, ' ').trim();
-  expect(currentText).toMatch(new RegExp(`^completed · AsOf ${resultAsOfDate} · thresholds 30, 7, 1, 0 · `));
+  expect(currentText).toMatch(
+    new RegExp(`^completed · AsOf ${resultAsOfDate} \\(scheduled \\d{4}-\\d{2}-\\d{2}\\) · thresholds 30, 7, 1, 0 · `),
+  );
   expect(currentText).toContain('owners 3 done, 0 busy, 0 failed · reminders 3 · run 1');
 
   const withMetadata = page.locator(

@@ -111,7 +111,8 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         const ownerIds = script.pages[input.page - 1] ?? [];
         return {
           ownerIds,
-          documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
+          // A page never holds more documents than the batch, as the workflow's count checks know.
+          documentCount: Math.min(ownerIds.length * DOCUMENTS_PER_OWNER, input.batchSize),
           hasNext: input.page < script.pages.length,
         };
       }),
