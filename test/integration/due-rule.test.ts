@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { countDueDocuments, selectCandidatePage, type CandidateWindow } from '../../src/db/candidates';
 import { withTransaction } from '../../src/db/pool';
-import { claimOwners, deleteExpiredMarkers } from '../../src/db/reminders';
+import { claimOwners, deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
 import { addDays, crossedThresholds, currentThreshold, daysBetween } from '../../src/domain/thresholds';
 import { previewCycle } from '../../src/operations/cycles';
 import { insertDocuments } from '../support/data';
@@ -158,6 +158,54 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
     for (const [id, thresholds] of sent) {
       for (let i = 1; i < thresholds.length; i += 1) {
         expect([seed, id, thresholds[i] < thresholds[i - 1]]).toEqual([seed, id, true]);
+      }
+    }
+  },
+);
+
+test.each(Array.from({ length: 25 }, (_, i) => [2_000 + i * 7_919]))(
+  'AsOf moving forward and back (backfills, manual runs) with prunes between: no (document, threshold) is sent twice, and no reminder is less urgent than an earlier one (seed %i)',
+  async (seed) => {
+    await resetData(stack.db);
+    const next = random(seed);
+    const owners = Array.from({ length: 4 }, () => crypto.randomUUID());
+    const docs = Array.from({ length: 20 }, () => ({
+      id: crypto.randomUUID(),
+      ownerUserId: owners[Math.floor(next() * owners.length)],
+      daysLeft: Math.floor(next() * 160) - 40,
+    }));
+    await insertDocuments(stack.db.admin, BASE_DATE, docs);
+    const sent = new Map<string, number[]>();
+    let day = 0;
+    for (let step = 0; step < 12; step += 1) {
+      // Mostly forward, by up to 60 days so prunes happen; one step in three goes back up to 20 days.
+      day += next() < 0.33 ? -Math.floor(next() * 21) : Math.floor(next() * 60);
+      const asOfDate = addDays(BASE_DATE, day);
+      const window: CandidateWindow = {
+        asOfDate,
+        thresholdsDays: randomThresholds(next),
+        retentionDays: RETENTION_DAYS,
+      };
+      const scan = await scanOwners(window, 7);
+      const claims = await withTransaction(stack.db.worker, (tx) =>
+        claimOwners(tx, { ...window, ownerUserIds: scan.owners, asOf: `${asOfDate}T03:00:00.000Z`, jobRunId: 'p' }),
+      );
+      for (const d of claims.flatMap((c) => c.won)) {
+        sent.set(d.documentId, [...(sent.get(d.documentId) ?? []), d.thresholdDays]);
+      }
+      // The prune as the cycle runs it: the cutoff first, then the deletes.
+      const cutoff = addDays(asOfDate, -RETENTION_DAYS);
+      await raisePruneCutoff(stack.db.worker, cutoff);
+      await deleteExpiredMarkers(stack.db.worker, cutoff, 10_000);
+    }
+    for (const [id, thresholds] of sent) {
+      for (let i = 1; i < thresholds.length; i += 1) {
+        expect([seed, id, thresholds.slice(0, i + 1), thresholds[i] < thresholds[i - 1]]).toEqual([
+          seed,
+          id,
+          thresholds.slice(0, i + 1),
+          true,
+        ]);
       }
     }
   },
