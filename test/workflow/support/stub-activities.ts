@@ -111,8 +111,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         const ownerIds = script.pages[input.page - 1] ?? [];
         return {
           ownerIds,
-          // A page never holds more documents than the batch, as the workflow's count checks know.
-          documentCount: Math.min(ownerIds.length * DOCUMENTS_PER_OWNER, input.batchSize),
+          documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
           hasNext: input.page < script.pages.length,
         };
       }),
