@@ -77,6 +77,35 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
   return out;
 }
 
+/** A process's fields from /proc/<pid>/stat after its name (field 3 onwards), or undefined once it is gone. */
+function procStat(pid: number | string): string[] | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds of a process and of the children it has reaped (utime + stime + cutime + cstime). */
+export function processCpuSeconds(pid: number): number {
+  const f = procStat(pid);
+  return f ? (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100 : 0;
+}
+
+/**
+ * CPU seconds of one PostgreSQL cluster: its postmaster (with the backends it has reaped) and its live
+ * children. Other clusters on the machine (other agents' stacks) are not in it, unlike {@link cpuSnapshot}.
+ */
+export function clusterCpuSeconds(postmasterPid: number): number {
+  let total = processCpuSeconds(postmasterPid);
+  for (const entry of fs.readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && procStat(entry)?.[1] === String(postmasterPid))
+      total += processCpuSeconds(Number(entry));
+  }
+  return total;
+}
+
 /** The CPU each group used between two snapshots, in seconds and as a share of one core over `seconds`. */
 export function cpuDelta(
   before: Record<string, number>,
