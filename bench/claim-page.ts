@@ -5,7 +5,15 @@
  * markers for every crossed threshold, one outbox row per owner that won a current-threshold marker).
  * Same ledger/outbox rows as the product; no advisory locks (a single claimer).
  */
-import { DUE_DOCUMENT_SQL, type CandidateWindow } from '../src/db/candidates';
+import {
+  CURRENT_THRESHOLD_SQL,
+  NOT_REMINDED_SQL,
+  WINDOW_SQL,
+  scanBounds,
+  selectPruneCutoff,
+  type CandidateWindow,
+} from '../src/db/candidates';
+import { addDays } from '../src/domain/thresholds';
 import type { Queryable } from '../src/db/pool';
 import type { PageCursor } from '../src/db/candidates';
 import { claimCtes } from '../src/db/reminders';
@@ -30,6 +38,8 @@ export async function claimPage(
   asOf: string,
   jobRunId: string,
 ): Promise<ClaimPageResult> {
+  // The window as constants, as the cycle's page statement has it (the planner misjudges subquery bounds).
+  const bounds = scanBounds(window, await selectPruneCutoff(db));
   const { rows } = await db.query<{
     page_count: number;
     last_expires_at: string | null;
@@ -42,7 +52,8 @@ export async function claimPage(
     `with page as materialized (
        select d.id, d.owner_user_id, d.expires_at
          from profile.person_documents d
-        where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}
+        where ${WINDOW_SQL('d', '$13::date', '$14::date')}
+          and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', '$1', '$2'))}
           and (d.expires_at, d.id) > ($4::date, $5::uuid)
         order by d.expires_at, d.id
         limit $6
@@ -74,7 +85,7 @@ export async function claimPage(
       window.asOfDate,
       window.thresholdsDays,
       window.retentionDays,
-      cursor?.expiresAt ?? '-infinity',
+      cursor?.expiresAt ?? addDays(bounds.from, -1),
       cursor?.id ?? NIL_UUID,
       batchSize,
       asOf,
@@ -83,6 +94,8 @@ export async function claimPage(
       EVENT_TYPE,
       CONTRACT_VERSION,
       jobRunId,
+      bounds.from,
+      bounds.to,
     ],
   );
   const r = rows[0];
