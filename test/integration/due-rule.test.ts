@@ -10,6 +10,7 @@ import { withTransaction } from '../../src/db/pool';
 import { claimOwners, deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
 import { addDays, crossedThresholds, currentThreshold, daysBetween } from '../../src/domain/thresholds';
 import { previewCycle } from '../../src/operations/cycles';
+import { mulberry32 } from '../../scripts/faults/model';
 import { insertDocuments } from '../support/data';
 import { resetData } from '../support/stack';
 import { useIntegration } from '../support/harness';
@@ -19,18 +20,6 @@ const RETENTION_DAYS = 90;
 const THRESHOLD_POOL = [0, 1, 2, 3, 5, 7, 10, 14, 30, 60];
 
 const stack = useIntegration('due-rule');
-
-/** mulberry32: a seeded generator, so a failing case can be run again from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 interface ModelDocument {
   id: string;
@@ -90,7 +79,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
   'random thresholds over random days: the scan, the claim, preview and the backlog follow the model (seed %i)',
   async (seed) => {
     await resetData(stack.db);
-    const next = random(seed);
+    const next = mulberry32(seed);
     const owners = Array.from({ length: 5 }, () => crypto.randomUUID());
     const docs: ModelDocument[] = Array.from({ length: 24 }, () => ({
       id: crypto.randomUUID(),
@@ -167,7 +156,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [2_000 + i * 7_919]))(
   'AsOf moving forward and back (backfills, manual runs) with prunes between: no (document, threshold) is sent twice, and no reminder is less urgent than an earlier one (seed %i)',
   async (seed) => {
     await resetData(stack.db);
-    const next = random(seed);
+    const next = mulberry32(seed);
     const owners = Array.from({ length: 4 }, () => crypto.randomUUID());
     const docs = Array.from({ length: 20 }, () => ({
       id: crypto.randomUUID(),

@@ -4,7 +4,7 @@
  */
 import client from 'prom-client';
 import { defaultAsOf } from '../../src/domain/cycle-input';
-import type { CycleResult } from '../../src/domain/cycle';
+import { ZERO_COUNTS, type CycleResult } from '../../src/domain/cycle';
 import { coversToday, createWorkerMetrics, recordCycleEnded } from '../../src/observability/metrics';
 
 const at = (iso: string) => new Date(iso);
@@ -36,14 +36,7 @@ describe('the liveness metric', () => {
     pruned: 0,
     durationMs: 1,
     runs: 1,
-    remindersSent: 0,
-    ownersNotified: 0,
-    skippedAlreadyMarked: 0,
-    failedOwners: 0,
-    ownersProcessed: 0,
-    ownersBusy: 0,
-    pages: 0,
-    documentsSeen: 0,
+    ...ZERO_COUNTS,
   });
   const now = Date.parse('2026-12-04T12:00:00Z');
   const lastSuccess = async (m: ReturnType<typeof createWorkerMetrics>) => (await m.lastSuccess.get()).values[0]?.value;
