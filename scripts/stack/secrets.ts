@@ -1,0 +1,82 @@
+/**
+ * Per-stack secrets of the production profile: the certificates of `ops/tls/make-certs.sh` and random
+ * passwords, under the stack's own folder (0700), never in the repository. Kept when the folder is
+ * reused, so a restarted service still trusts what the stack issued.
+ */
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const MAKE_CERTS = path.resolve(__dirname, '../../ops/tls/make-certs.sh');
+
+/** File paths of one certificate and its key (PEM). */
+export interface CertPair {
+  cert: string;
+  key: string;
+}
+
+/** The names `make-certs.sh` issues, servers first. */
+export const CERT_NAMES = [
+  'postgres',
+  'temporal',
+  'kafka',
+  'ui',
+  'worker',
+  'relay',
+  'client',
+  'cli',
+  'ui-client',
+] as const;
+export type CertName = (typeof CERT_NAMES)[number];
+
+/** Passwords of the profile's principals: PostgreSQL roles and Kafka SCRAM users. */
+export interface StackPasswords {
+  postgresAdmin: string;
+  worker: string;
+  relay: string;
+  temporal: string;
+  kafkaBroker: string;
+  kafkaRelay: string;
+  kafkaTest: string;
+}
+
+export interface StackSecrets {
+  /** The stack's folder (0700). */
+  dir: string;
+  /** The stack CA every server and client trusts. */
+  caPath: string;
+  cert(name: CertName): CertPair;
+  passwords: StackPasswords;
+}
+
+const randomPassword = () => crypto.randomBytes(18).toString('base64url');
+
+/** Creates (or reuses) the certificates and passwords under `dir`. */
+export function prepareStackSecrets(dir: string): StackSecrets {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const certDir = path.join(dir, 'tls');
+  execFileSync('bash', [MAKE_CERTS, certDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const passwordFile = path.join(dir, 'passwords.json');
+  let passwords: StackPasswords;
+  if (fs.existsSync(passwordFile)) {
+    passwords = JSON.parse(fs.readFileSync(passwordFile, 'utf8')) as StackPasswords;
+  } else {
+    passwords = {
+      postgresAdmin: randomPassword(),
+      worker: randomPassword(),
+      relay: randomPassword(),
+      temporal: randomPassword(),
+      kafkaBroker: randomPassword(),
+      kafkaRelay: randomPassword(),
+      kafkaTest: randomPassword(),
+    };
+    fs.writeFileSync(passwordFile, JSON.stringify(passwords, null, 2), { mode: 0o600 });
+  }
+  return {
+    dir,
+    caPath: path.join(certDir, 'ca.pem'),
+    cert: (name) => ({ cert: path.join(certDir, `${name}.pem`), key: path.join(certDir, `${name}-key.pem`) }),
+    passwords,
+  };
+}
