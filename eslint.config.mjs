@@ -24,7 +24,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['jest.config.js'],
+    files: ['jest.config.js', 'jest.production.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: { globals: { module: 'writable' } },
   },
