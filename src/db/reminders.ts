@@ -1,6 +1,6 @@
 /** docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
-import { CURRENT_THRESHOLD_SQL, IN_WINDOW_SQL, NOT_REMINDED_SQL, type CandidateWindow } from './candidates';
+import { CURRENT_THRESHOLD_SQL, NOT_REMINDED_SQL, OWNER_IN_WINDOW_SQL, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
 
 /** A document this owner transaction won the current-threshold marker for. No document values. */
@@ -86,7 +86,7 @@ export function dueCtes(
               ${CURRENT_THRESHOLD_SQL('d', $.asOfDate, $.thresholds)} as current_threshold
          from ${owners} o
          join profile.person_documents d on d.owner_user_id = o.owner_user_id
-        where ${IN_WINDOW_SQL('d', $.asOfDate, $.thresholds, $.retentionDays)}
+        where ${OWNER_IN_WINDOW_SQL('d', $.asOfDate, $.thresholds, $.retentionDays)}
      ),
      due as (
        select c.* from candidates c
@@ -200,16 +200,8 @@ export async function lockOwners(db: Queryable, ownerUserIds: readonly string[])
   return rows.map((r) => r.owner_user_id);
 }
 
-/** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
-export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
-  if (p.ownerUserIds.length === 0) return [];
-  const { rows } = await db.query<{
-    owner_user_id: string;
-    due: number;
-    inserted: number;
-    won: WonDocument[];
-  }>(
-    `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),
+/** The claim of {@link claimLockedOwners}: `$1` the locked owners, the rest {@link CLAIM_OWNERS_PLACEHOLDERS}. */
+const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),
      ${claimCtes('locked', CLAIM_OWNERS_PLACEHOLDERS)},
      due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
      marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
@@ -227,23 +219,33 @@ export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Pr
        from locked l
        left join due_per_owner d on d.owner_user_id = l.owner_user_id
        left join marks_per_owner m on m.owner_user_id = l.owner_user_id
-       left join won_per_owner w on w.owner_user_id = l.owner_user_id`,
-    [
-      p.ownerUserIds,
-      p.asOfDate,
-      p.thresholdsDays,
-      p.retentionDays,
-      p.asOf,
-      p.asOf,
-      AGGREGATE_TYPE,
-      TOPIC,
-      EVENT_TYPE,
-      CONTRACT_VERSION,
-      p.jobRunId,
-      p.traceContext ?? null,
-      p.queuedBy ?? null,
-    ],
-  );
+       left join won_per_owner w on w.owner_user_id = l.owner_user_id`;
+
+const claimLockedOwnersParams = (p: ClaimOwnersParams) => [
+  p.ownerUserIds,
+  p.asOfDate,
+  p.thresholdsDays,
+  p.retentionDays,
+  p.asOf,
+  p.asOf,
+  AGGREGATE_TYPE,
+  TOPIC,
+  EVENT_TYPE,
+  CONTRACT_VERSION,
+  p.jobRunId,
+  p.traceContext ?? null,
+  p.queuedBy ?? null,
+];
+
+/** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
+export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+  if (p.ownerUserIds.length === 0) return [];
+  const { rows } = await db.query<{
+    owner_user_id: string;
+    due: number;
+    inserted: number;
+    won: WonDocument[];
+  }>(CLAIM_LOCKED_OWNERS_SQL, claimLockedOwnersParams(p));
   return rows.map((r) => ({
     ownerUserId: r.owner_user_id,
     busy: false,
@@ -252,6 +254,15 @@ export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Pr
     skippedAlreadyMarked: r.due - r.won.length,
     won: r.won,
   }));
+}
+
+/** The plan of {@link claimLockedOwners} for `p` (EXPLAIN without ANALYZE: nothing is written). */
+export async function explainClaimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<string> {
+  const { rows } = await db.query<{ 'QUERY PLAN': string }>(
+    `explain ${CLAIM_LOCKED_OWNERS_SQL}`,
+    claimLockedOwnersParams(p),
+  );
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
 /** What an earlier attempt of an activity queued for one owner, read back from the ledger. */
