@@ -11,7 +11,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { createPool } from '../../src/db/pool';
 import { createMigratedDatabase, stackDatabaseEnv, type MigratedDatabase } from '../../scripts/stack/database';
-import { verifyFullUrl } from '../../scripts/stack/postgres';
+import { databaseUrl, verifyFullUrl } from '../../scripts/stack/postgres';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
 import { insertDocuments } from '../support/data';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
@@ -136,6 +136,38 @@ describe('the production PostgreSQL', () => {
         );
       }
     }
+  });
+
+  it("admits Temporal's role over TLS only, and no role pg_hba.conf does not name", async () => {
+    const admin = createPool({ connectionString: server.adminUrl, max: 1 });
+    try {
+      for (const role of ['temporal', 'someone_else']) {
+        await admin.query(`create role ${role} login password 'pw-${role}'`);
+      }
+    } finally {
+      await admin.end();
+    }
+    const as = (role: string) => databaseUrl(server.adminUrl, { user: role, password: `pw-${role}` });
+    expect(
+      await onePool<{ ssl: boolean }>(as('temporal'), 'select ssl from pg_stat_ssl where pid = pg_backend_pid()'),
+    ).toEqual({
+      ssl: true,
+    });
+    await expect(onePool(withParams(as('temporal'), { sslmode: 'disable' }), 'select 1')).rejects.toThrow(
+      /no encryption/,
+    );
+    await expect(onePool(as('someone_else'), 'select 1')).rejects.toThrow(
+      /no pg_hba\.conf entry for host "127\.0\.0\.1", user "someone_else", database "postgres", SSL encryption/,
+    );
+  });
+
+  it('takes the worker over TLS again after a restart', async () => {
+    await server.restart(500);
+    expect(
+      await onePool<{ ssl: boolean }>(db.workerUrl, 'select ssl from pg_stat_ssl where pid = pg_backend_pid()'),
+    ).toEqual({
+      ssl: true,
+    });
   });
 
   it('refuses a wrong password over TLS', async () => {
