@@ -17,6 +17,8 @@ export interface Config {
   databaseUrl?: string;
   /** Owner connection for migrations; defaults to `databaseUrl`. */
   migrationDatabaseUrl?: string;
+  /** The relay's connection (and the outbox commands'); defaults to `databaseUrl`. */
+  relayDatabaseUrl?: string;
   databasePoolSize: number;
   /** Session limits of the worker's connections (0 turns one off); see {@link WorkerSessionLimits}. */
   databaseSession: WorkerSessionLimits;
@@ -181,6 +183,7 @@ const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
+  RELAY_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: wholeNumber(1, 200).default(20),
   DATABASE_STATEMENT_TIMEOUT: durationOrZero('1m').default(60_000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: durationOrZero('30s').default(30_000),
@@ -317,6 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,
+    relayDatabaseUrl: v.RELAY_DATABASE_URL ?? v.DATABASE_URL,
     databasePoolSize: v.DATABASE_POOL_SIZE,
     databaseSession: {
       statementTimeoutMs: v.DATABASE_STATEMENT_TIMEOUT,
@@ -374,13 +378,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** The database URL a process needs, or a ConfigError saying which variable to set. */
-export function requireDatabaseUrl(config: Config, purpose: 'worker' | 'migrate'): string {
-  const url = purpose === 'migrate' ? config.migrationDatabaseUrl : config.databaseUrl;
+export function requireDatabaseUrl(config: Config, purpose: 'worker' | 'relay' | 'migrate'): string {
+  const url = { worker: config.databaseUrl, relay: config.relayDatabaseUrl, migrate: config.migrationDatabaseUrl }[
+    purpose
+  ];
   if (!url) {
     throw new ConfigError([
-      purpose === 'migrate'
-        ? 'MIGRATION_DATABASE_URL (or DATABASE_URL)=(unset): expected the owner connection, e.g. postgres://postgres:password@127.0.0.1:5432/profile'
-        : 'DATABASE_URL=(unset): expected the worker connection, e.g. postgres://expiry_reminder_worker:password@127.0.0.1:5432/profile',
+      {
+        worker:
+          'DATABASE_URL=(unset): expected the worker connection, e.g. postgres://expiry_reminder_worker:password@127.0.0.1:5432/profile',
+        relay:
+          'RELAY_DATABASE_URL (or DATABASE_URL)=(unset): expected the relay connection, e.g. postgres://outbox_relay:password@127.0.0.1:5432/profile',
+        migrate:
+          'MIGRATION_DATABASE_URL (or DATABASE_URL)=(unset): expected the owner connection, e.g. postgres://postgres:password@127.0.0.1:5432/profile',
+      }[purpose],
     ]);
   }
   return url;

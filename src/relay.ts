@@ -1,6 +1,7 @@
 /**
  * `npm run relay`: publishes the outbox to Kafka until SIGINT/SIGTERM, then finishes the batch in
- * flight and closes the producer and the pool. Connects as the `outbox_relay` role (DATABASE_URL).
+ * flight and closes the producer and the pool. Connects as the `outbox_relay` role (RELAY_DATABASE_URL, else
+ * DATABASE_URL).
  */
 import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
 import { outboxBacklog } from './db/outbox';
@@ -18,7 +19,7 @@ import { createTracing } from './observability/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const databaseUrl = requireDatabaseUrl(config, 'worker');
+  const databaseUrl = requireDatabaseUrl(config, 'relay');
   const logger = createLogger(config.logLevel);
   // Its own idle-in-transaction limit, above the longest wait on Kafka (src/relay/session.ts), checked at start.
   const pool = createPool(
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
       max: config.relay.concurrency + 1,
       applicationName: 'expiry-reminder-relay',
       session: relaySessionLimits(config),
+      urlVariable: 'RELAY_DATABASE_URL (or DATABASE_URL)',
     },
     (err) => logger.warn({ err: redactUrl(err.message) }, 'idle database connection lost'),
   );

@@ -1,6 +1,6 @@
 /**
  * The one way tests, the demo, the benchmark, the fault suite and the fixture recorder get a database: created on
- * the local server, migrated with the local role passwords, and dropped by the caller when done.
+ * the stack's server, migrated with the stack's role passwords, and dropped by the caller when done.
  */
 import crypto from 'node:crypto';
 import pg from 'pg';
@@ -10,6 +10,25 @@ import { createDatabase, databaseUrl } from './postgres';
 
 /** Passwords the local stack gives the two roles (local only; production sets its own). */
 export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'local-relay-password' };
+
+/** The passwords of the job's two roles. */
+export interface RolePasswords {
+  worker: string;
+  relay: string;
+}
+
+/**
+ * The role passwords of the stack this process was pointed at: the production profile prints its own
+ * per-stack ones as EXPIRY_REMINDER_WORKER_PASSWORD and OUTBOX_RELAY_PASSWORD (the variables `migrate`
+ * reads), the dev stack prints none and uses the local ones. Roles are the server's, not a database's:
+ * a database migrated with other passwords would lock the stack's printed URLs out.
+ */
+export function stackRolePasswords(env: NodeJS.ProcessEnv = process.env): RolePasswords {
+  return {
+    worker: env.EXPIRY_REMINDER_WORKER_PASSWORD || LOCAL_ROLE_PASSWORDS.worker,
+    relay: env.OUTBOX_RELAY_PASSWORD || LOCAL_ROLE_PASSWORDS.relay,
+  };
+}
 
 export interface MigratedDatabase {
   name: string;
@@ -34,6 +53,8 @@ export interface MigratedDatabaseOptions {
   recreate?: boolean;
   /** Skip the migrations: a database without the schema, for the checks that must refuse it. */
   migrate?: boolean;
+  /** Passwords set on (and put in the URLs of) the two roles; default {@link stackRolePasswords}. */
+  rolePasswords?: RolePasswords;
 }
 
 /** A database name from a label: lower case, `_` for anything else, and a random tail so runs never collide. */
@@ -48,10 +69,11 @@ export async function createMigratedDatabase(
 ): Promise<MigratedDatabase> {
   const name = options.name ?? uniqueDatabaseName(options.prefix ?? 'db');
   const ownerUrl = await createDatabase(adminUrl, name, options.recreate);
+  const passwords = options.rolePasswords ?? stackRolePasswords();
   let applied: string[] = [];
   try {
     if (options.migrate !== false) {
-      applied = await runMigrations({ connectionString: ownerUrl, rolePasswords: LOCAL_ROLE_PASSWORDS });
+      applied = await runMigrations({ connectionString: ownerUrl, rolePasswords: passwords });
     }
   } catch (err) {
     // Half-migrated, it would only confuse the next run that finds it.
@@ -61,8 +83,8 @@ export async function createMigratedDatabase(
   return {
     name,
     ownerUrl,
-    workerUrl: databaseUrl(ownerUrl, { user: WORKER_ROLE, password: LOCAL_ROLE_PASSWORDS.worker }),
-    relayUrl: databaseUrl(ownerUrl, { user: RELAY_ROLE, password: LOCAL_ROLE_PASSWORDS.relay }),
+    workerUrl: databaseUrl(ownerUrl, { user: WORKER_ROLE, password: passwords.worker }),
+    relayUrl: databaseUrl(ownerUrl, { user: RELAY_ROLE, password: passwords.relay }),
     applied,
     drop: () => dropDatabase(adminUrl, name),
   };
@@ -77,4 +99,22 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
   } finally {
     await client.end();
   }
+}
+
+/** The database whose URLs the production profile prints. */
+export const STACK_DATABASE = 'expiry_reminder';
+
+/**
+ * Creates and migrates the production profile's own database with the stack's role passwords, and returns
+ * the variables the stack prints for it: the worker's and the relay's URLs (verify-full, like the admin's
+ * they derive from) and the passwords, which `migrate` and the test helpers set on the roles again.
+ */
+export async function stackDatabaseEnv(adminUrl: string, passwords: RolePasswords): Promise<Record<string, string>> {
+  const db = await createMigratedDatabase(adminUrl, { name: STACK_DATABASE, rolePasswords: passwords });
+  return {
+    DATABASE_URL: db.workerUrl,
+    RELAY_DATABASE_URL: db.relayUrl,
+    EXPIRY_REMINDER_WORKER_PASSWORD: passwords.worker,
+    OUTBOX_RELAY_PASSWORD: passwords.relay,
+  };
 }

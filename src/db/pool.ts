@@ -3,6 +3,7 @@
  * inside `withTransaction` or on the pool.
  */
 import pg from 'pg';
+import { explainingClient } from './connection-errors';
 
 /** A pool, a pooled client or a plain client: anything that runs a statement. */
 export type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -38,6 +39,8 @@ export interface PoolOptions {
   applicationName?: string;
   /** Server-side limits of every session of the pool (the worker's); none when absent. */
   session?: SessionLimits;
+  /** The variable `connectionString` came from, named by a refused connection's error; default DATABASE_URL. */
+  urlVariable?: string;
 }
 
 /** See `WorkerSessionLimits` in the configuration; 0 leaves a limit off. */
@@ -79,10 +82,14 @@ export function sessionParameters(
   };
 }
 
-/** A pool whose sessions use ISO dates, parsed as strings, and whose idle errors do not crash the process. */
+/**
+ * A pool whose sessions use ISO dates, parsed as strings, whose idle errors do not crash the process, and
+ * whose refused connections say what to set (plaintext, password, certificate: see `explainConnectionError`).
+ */
 export function createPool(options: PoolOptions, onError?: (err: Error) => void): pg.Pool {
   const session = options.session ? sessionParameters(options.session) : {};
   const pool = new pg.Pool({
+    Client: explainingClient(options.urlVariable ?? 'DATABASE_URL'),
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'expiry-reminder',

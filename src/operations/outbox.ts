@@ -1,6 +1,6 @@
 /**
  * The operator's commands on parked outbox rows (`outbox parked`, `outbox retry`), as the relay's role:
- * DATABASE_URL must be the `outbox_relay` connection, the only role that may read the outbox.
+ * RELAY_DATABASE_URL (else DATABASE_URL) must be the `outbox_relay` connection, the only role that may read the outbox.
  */
 import type pg from 'pg';
 import { requireDatabaseUrl, type Config } from '../config';
@@ -21,10 +21,11 @@ export interface RetryResult {
   ids: string[];
 }
 
-/** Runs `fn` on a one-connection pool of DATABASE_URL, saying which role to use when the outbox is out of reach. */
+/** Runs `fn` on a one-connection pool of the relay's URL, saying which role to use when the outbox is out of reach. */
 async function withOutbox<T>(config: Config, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
   const pool = createPool({
-    connectionString: requireDatabaseUrl(config, 'worker'),
+    connectionString: requireDatabaseUrl(config, 'relay'),
+    urlVariable: 'RELAY_DATABASE_URL (or DATABASE_URL)',
     max: 1,
     applicationName: 'expiry-reminder-outbox',
   });
@@ -33,7 +34,7 @@ async function withOutbox<T>(config: Config, fn: (pool: pg.Pool) => Promise<T>):
   } catch (err) {
     if ((err as { code?: string }).code === '42501') {
       throw new Error(
-        `${(err as Error).message}: outbox commands connect as the relay; set DATABASE_URL to the ${RELAY_ROLE} role's connection`,
+        `${(err as Error).message}: outbox commands connect as the relay; set RELAY_DATABASE_URL (or DATABASE_URL) to the ${RELAY_ROLE} role's connection`,
       );
     }
     throw err;

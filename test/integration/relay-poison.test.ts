@@ -295,7 +295,7 @@ test("outbox retry keeps the row's attempts and counts the retry; outbox parked 
 
 test("outbox commands say which role they need when run with the worker's connection", async () => {
   await expect(clientAs(stack.db.workerUrl, 'outbox', 'parked')).rejects.toThrow(
-    /permission denied .*outbox commands connect as the relay; set DATABASE_URL to the outbox_relay role's connection/,
+    /permission denied .*outbox commands connect as the relay; set RELAY_DATABASE_URL \(or DATABASE_URL\) to the outbox_relay role's connection/,
   );
   await expect(clientAs(stack.db.workerUrl, 'outbox', 'retry', '--all')).rejects.toThrow(
     /outbox_relay role's connection/,

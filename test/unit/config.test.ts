@@ -180,6 +180,25 @@ describe('requireDatabaseUrl', () => {
     expect(() => requireDatabaseUrl(config, 'worker')).toThrow(/DATABASE_URL=\(unset\)/);
     expect(() => requireDatabaseUrl(config, 'migrate')).toThrow(/MIGRATION_DATABASE_URL \(or DATABASE_URL\)=\(unset\)/);
   });
+
+  it('the relay reads RELAY_DATABASE_URL before DATABASE_URL, so one shell runs both the worker and the relay', () => {
+    const both = loadConfig({ DATABASE_URL: 'postgres://w:pw@h/db', RELAY_DATABASE_URL: 'postgres://r:pw@h/db' });
+    expect(requireDatabaseUrl(both, 'worker')).toBe('postgres://w:pw@h/db');
+    expect(requireDatabaseUrl(both, 'relay')).toBe('postgres://r:pw@h/db');
+    const one = loadConfig({ DATABASE_URL: 'postgres://r:pw@h/db' });
+    expect(requireDatabaseUrl(one, 'relay')).toBe('postgres://r:pw@h/db');
+    expect(() => requireDatabaseUrl(loadConfig({}), 'relay')).toThrow(
+      /RELAY_DATABASE_URL \(or DATABASE_URL\)=\(unset\)/,
+    );
+    expect(configError({ RELAY_DATABASE_URL: 'mysql://r:hunter2@h/db' }).message).toContain(
+      'RELAY_DATABASE_URL="mysql://r:***@h/db"',
+    );
+  });
+
+  it('accepts a URL with sslmode=verify-full and sslrootcert, and keeps it whole', () => {
+    const url = 'postgres://w:pw@localhost:5432/db?sslmode=verify-full&sslrootcert=%2Fstack%2Ftls%2Fca.pem';
+    expect(requireDatabaseUrl(loadConfig({ DATABASE_URL: url }), 'worker')).toBe(url);
+  });
 });
 
 describe('redactUrl in free text', () => {

