@@ -53,7 +53,10 @@ export function spawnWorker(
   env: Record<string, string>,
   settings: { databaseUrl: string; poolSize: number; taskQueue: string },
 ): BenchWorker {
-  const child = spawn(process.execPath, command, {
+  // BENCH_WORKER_CPU_PROF=<dir>: a V8 CPU profile of the worker (flags NODE_OPTIONS refuses).
+  const profile = process.env.BENCH_WORKER_CPU_PROF;
+  const args = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, ...command] : command;
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       ...process.env,
