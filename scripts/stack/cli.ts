@@ -1,6 +1,7 @@
 /**
  * `npm run stack`: the local stack for a shell. stdout carries only `export` lines, so both of these work:
  *
+ *   npm run stack -- --production  the production profile (TLS, SCRAM, mTLS; docs/DEPLOYMENT.md)
  *   npm run stack                  in a terminal: starts it in the foreground; Ctrl-C stops it
  *   eval "$(npm run -s stack)"     starts it in the background and sets the variables in this shell;
  *                                  `npm run -s stack -- stop` stops it (STACK_PID names it)
@@ -24,6 +25,20 @@ const STATE_DIR = path.join(
 const PID_FILE = path.join(STATE_DIR, 'stack.pid');
 const READY = 'STACK_READY ';
 
+/** Every variable either profile may export, so `stop` can unset them all. */
+const STACK_VARIABLES = [
+  'STACK_DATABASE_ADMIN_URL',
+  'DATABASE_URL',
+  'RELAY_DATABASE_URL',
+  'EXPIRY_REMINDER_WORKER_PASSWORD',
+  'OUTBOX_RELAY_PASSWORD',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_CLI_PATH',
+  'TEMPORAL_UI_URL',
+  'KAFKA_BROKERS',
+];
+
 const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
 const exportLines = (env: Record<string, string>) =>
   Object.entries(env)
@@ -31,8 +46,8 @@ const exportLines = (env: Record<string, string>) =>
     .join('');
 
 /** Runs the stack in this process until a signal (or, with `json`, until stdin ends). */
-async function serve(mode: 'json' | 'foreground' | 'daemon'): Promise<void> {
-  const stack = await startStack({ log: (line) => process.stderr.write(`[stack] ${line}\n`) });
+async function serve(mode: 'json' | 'foreground' | 'daemon', production: boolean): Promise<void> {
+  const stack = await startStack({ production, log: (line) => process.stderr.write(`[stack] ${line}\n`) });
   // The dev server's handle does not keep Node alive: with PostgreSQL and Kafka adopted from the
   // environment (no child processes of ours), the stack would exit right after saying it is ready.
   const keepAlive = setInterval(() => {}, 1 << 30);
@@ -83,15 +98,19 @@ function alive(pid: number): boolean {
  * Starts the stack as a detached process whose output goes to a log file, copies that log to stderr
  * until the stack is ready, then prints the export lines and returns, leaving the stack running.
  */
-async function launchInBackground(): Promise<void> {
+async function launchInBackground(production: boolean): Promise<void> {
   fs.mkdirSync(STATE_DIR, { recursive: true });
   const logFile = path.join(STATE_DIR, `stack-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
   const logFd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), __filename, '--daemon'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', logFd],
-    cwd: path.resolve(__dirname, '..', '..'),
-  });
+  const child = spawn(
+    process.execPath,
+    [require.resolve('tsx/cli'), __filename, '--daemon', ...(production ? ['--production'] : [])],
+    {
+      detached: true,
+      stdio: ['ignore', 'pipe', logFd],
+      cwd: path.resolve(__dirname, '..', '..'),
+    },
+  );
   fs.closeSync(logFd);
   const childOut = child.stdout;
   if (!childOut) throw new Error('spawned the stack without a stdout pipe');
@@ -142,24 +161,23 @@ async function stopBackground(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
   process.stderr.write(`[stack] stopped (pid ${pid})\n`);
-  process.stdout.write(
-    'unset STACK_PID STACK_DATABASE_ADMIN_URL TEMPORAL_ADDRESS TEMPORAL_NAMESPACE KAFKA_BROKERS TEMPORAL_CLI_PATH TEMPORAL_UI_URL\n',
-  );
+  process.stdout.write(`unset STACK_PID ${STACK_VARIABLES.join(' ')}\n`);
 }
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const known = ['--json', '--daemon', '--foreground', '--background', 'stop'];
+  const known = ['--json', '--daemon', '--foreground', '--background', '--production', 'stop'];
   const unknown = args.filter((a) => !known.includes(a));
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; usage: npm run stack [-- --foreground|--background|--json|stop]`,
+      `unknown argument ${unknown.join(' ')}; usage: npm run stack [-- [--production] --foreground|--background|--json|stop]`,
     );
   if (args.includes('stop')) return stopBackground();
-  if (args.includes('--json')) return serve('json');
-  if (args.includes('--daemon')) return serve('daemon');
+  const production = args.includes('--production');
+  if (args.includes('--json')) return serve('json', production);
+  if (args.includes('--daemon')) return serve('daemon', production);
   const background = args.includes('--background') || (!args.includes('--foreground') && !process.stdout.isTTY);
-  return background ? launchInBackground() : serve('foreground');
+  return background ? launchInBackground(production) : serve('foreground', production);
 }
 
 main().catch((err: Error) => {
