@@ -3,11 +3,15 @@
  * a real Kafka broker, on loopback and free ports, torn down by `stop()`. Used by the tests, the demo
  * and `npm run stack`.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
+import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
@@ -31,16 +35,26 @@ export interface StackOptions {
   ui?: boolean;
   /** Keep Temporal's state in this SQLite file, so `restartTemporal` resumes running cycles. */
   temporalDbFile?: string;
+  /** The production profile: TLS and SASL on every connection (Kafka: SASL_SSL, SCRAM, ACLs). */
+  production?: boolean;
+  /** The production profile's certificates and passwords; default: a fresh 0700 folder under the temp dir. */
+  secrets?: StackSecrets;
 }
 
-/** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
-async function startOrAdoptKafka(log: (line: string) => void): Promise<{ broker?: KafkaBroker; brokers: string }> {
+/** The cluster of KAFKA_BROKERS when given, else a broker of our own (the production profile's with `secrets`). */
+async function startOrAdoptKafka(
+  log: (line: string) => void,
+  secrets?: StackSecrets,
+): Promise<{ broker?: KafkaBroker; brokers: string }> {
   const given = process.env.KAFKA_BROKERS;
   if (given) {
     log(`using the Kafka cluster of KAFKA_BROKERS (${given})`);
     return { brokers: given };
   }
-  const broker = await startKafka({ log });
+  const broker = await startKafka({
+    log,
+    ...(secrets ? { secrets, dataDir: path.join(secrets.dir, 'kafka') } : {}),
+  });
   log(`Kafka broker on ${broker.brokers}`);
   return { broker, brokers: broker.brokers };
 }
@@ -59,7 +73,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   let env: TestWorkflowEnvironment | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
-    kafka = await startOrAdoptKafka(log);
+    const secrets = options.production
+      ? (options.secrets ?? prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-'))))
+      : undefined;
+    kafka = await startOrAdoptKafka(log, secrets);
     const port = await freePort();
     let uiPort = options.ui === false ? undefined : await freePort();
     // A port just released can be handed out again: the two must differ.
@@ -96,6 +113,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: 'default',
         KAFKA_BROKERS: kafka.brokers,
+        // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
+        ...broker?.clientEnv('relay'),
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
         ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
       },
