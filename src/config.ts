@@ -212,7 +212,14 @@ const schema = z.object({
     .default('127.0.0.1:9092'),
   KAFKA_CLIENT_ID: z.string().regex(/^\S+$/, 'expected a client id without spaces').default('expiry-reminder-relay'),
   KAFKA_SSL: boolText.optional(),
-  KAFKA_SSL_CA_PATH: z.string().min(1).optional(),
+  KAFKA_SSL_CA_PATH: z
+    .string()
+    .min(1)
+    .refine(
+      (p) => fs.existsSync(p),
+      "no such file; expected the PEM file of the CA that signed the brokers' certificates",
+    )
+    .optional(),
   KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),

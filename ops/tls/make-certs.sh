@@ -53,5 +53,7 @@ issue relay client ""
 issue client client ""
 issue cli client ""
 issue ui-client client ""
+# Kafka's PEM key store (ssl.keystore.location) reads the key and its certificate from one file.
+cat kafka-key.pem kafka.pem >kafka-keystore.pem
 rm -f ca.srl
 echo "certificates in $dir" >&2

@@ -39,23 +39,29 @@ export interface StackOptions {
   /** Keep Temporal's state in this SQLite file, so `restartTemporal` resumes running cycles. */
   temporalDbFile?: string;
   /**
-   * The production profile (issue 20): PostgreSQL with TLS and SCRAM only (ops/postgres), and the job's
-   * database migrated with per-stack role passwords; `env` then carries DATABASE_URL and
-   * RELAY_DATABASE_URL (verify-full) too.
+   * The production profile (issue 20): TLS and SASL on every connection. PostgreSQL with TLS and SCRAM
+   * only (ops/postgres) and the job's database migrated with per-stack role passwords, so `env` carries
+   * DATABASE_URL and RELAY_DATABASE_URL (verify-full); Kafka on SASL_SSL with SCRAM and ACLs (ops/kafka).
    */
   production?: boolean;
-  /** The production profile's certificates and passwords; default a fresh folder that `stop()` removes. */
+  /** The production profile's certificates and passwords; default a fresh 0700 folder that `stop()` removes. */
   secrets?: StackSecrets;
 }
 
-/** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
-async function startOrAdoptKafka(log: (line: string) => void): Promise<{ broker?: KafkaBroker; brokers: string }> {
+/** The cluster of KAFKA_BROKERS when given, else a broker of our own (the production profile's with `secrets`). */
+async function startOrAdoptKafka(
+  log: (line: string) => void,
+  secrets?: StackSecrets,
+): Promise<{ broker?: KafkaBroker; brokers: string }> {
   const given = process.env.KAFKA_BROKERS;
   if (given) {
     log(`using the Kafka cluster of KAFKA_BROKERS (${given})`);
     return { brokers: given };
   }
-  const broker = await startKafka({ log });
+  const broker = await startKafka({
+    log,
+    ...(secrets ? { secrets, dataDir: path.join(secrets.dir, 'kafka') } : {}),
+  });
   log(`Kafka broker on ${broker.brokers}`);
   return { broker, brokers: broker.brokers };
 }
@@ -85,7 +91,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
     const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
-    kafka = await startOrAdoptKafka(log);
+    kafka = await startOrAdoptKafka(log, secrets);
     const port = await freePort();
     let uiPort = options.ui === false ? undefined : await freePort();
     // A port just released can be handed out again: the two must differ.
@@ -133,6 +139,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: 'default',
         KAFKA_BROKERS: kafka.brokers,
+        // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
+        ...broker?.clientEnv('relay'),
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
         ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
       },

@@ -2,6 +2,10 @@
  * A real Apache Kafka broker for the local stack, without Docker: one KRaft node (broker and controller
  * in one JVM) on loopback and free ports, run from jars that Maven resolves from Maven Central once
  * (`ops/kafka/pom.xml`) and caches under `~/.cache/expiry-reminder`, outside the repository.
+ *
+ * In the production profile (`secrets` given) it runs `ops/kafka/production.properties`, the file compose
+ * mounts: a SASL_SSL listener with SCRAM-SHA-512 users created at format time, TLS from the stack CA, and
+ * the KRaft StandardAuthorizer with the ACLs of `ops/kafka/acls.sh`, set up with the broker's own tool.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -10,12 +14,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureTopic } from '../../src/relay/kafka';
+import { TOPIC } from '../../src/domain/names';
 import { freePort } from '../../src/observability/ports';
+import { cacheDir, writeExecutableScript } from './cache';
 import { checkJava as checkJavaFor, ensureMavenJars, javaBinary, pomProperty, run, tail } from './maven';
+import type { StackSecrets } from './secrets';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');
+const TOOLS_POM = path.join(OPS_DIR, 'tools-pom.xml');
 const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
+/** The production profile's broker configuration, shared with docker-compose.yml. */
+export const PRODUCTION_PROPERTIES = path.join(OPS_DIR, 'production.properties');
+/** Client settings of the broker's own tools as the admin (ACL set-up, the console consumer). */
+export const ADMIN_CLIENT_PROPERTIES = path.join(OPS_DIR, 'admin-client.properties');
+const ACLS_SCRIPT = path.join(OPS_DIR, 'acls.sh');
+
+/**
+ * The SCRAM users of the production profile. `broker` and `admin` are super users, named in
+ * `ops/kafka/production.properties` (and `admin-client.properties`); `relay` has the ACLs of `acls.sh`.
+ */
+export const KAFKA_USERS = { broker: 'broker', relay: 'relay', admin: 'admin' } as const;
 
 /**
  * The Kafka release the stack runs. Read from the `kafka.version` property of `ops/kafka/pom.xml` so
@@ -31,14 +50,27 @@ const INSTALL_HINT =
   'The Kafka broker needs Java 17+ and Maven: apt-get install openjdk-17-jre-headless maven ' +
   '(or put java and mvn on PATH; JAVA_HOME is honoured for java)';
 
+/** How a client of the production profile logs in: TLS with the stack CA, SCRAM-SHA-512. */
+interface ClientLogin {
+  caPath: string;
+  username: string;
+  password: string;
+}
+
 /** One quiet client per use: kafkajs logs every refused connection at ERROR while the broker starts. */
-function client(brokers: string): Kafka {
+function client(brokers: string, login?: ClientLogin): Kafka {
   return new Kafka({
     clientId: 'expiry-reminder-stack',
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
     connectionTimeout: 2_000,
     retry: { retries: 0 },
+    ...(login
+      ? {
+          ssl: { ca: [fs.readFileSync(login.caPath)] },
+          sasl: { mechanism: 'scram-sha-512', username: login.username, password: login.password },
+        }
+      : {}),
   });
 }
 
@@ -56,10 +88,54 @@ export function ensureKafkaJars(log: (line: string) => void = () => {}): Promise
   });
 }
 
+/**
+ * The Kafka command-line tools the production profile runs (`kafka-acls`, `kafka-console-consumer`), as
+ * an executable launcher; their jars (`ops/kafka/tools-pom.xml`) are resolved on first use like the
+ * broker's. Kafka's own tools, so that compose (whose image has them on PATH) runs the same commands.
+ */
+export async function kafkaTool(
+  tool: 'kafka-acls' | 'kafka-console-consumer',
+  log: (line: string) => void = () => {},
+): Promise<string> {
+  const libs = await ensureMavenJars({
+    pom: TOOLS_POM,
+    cacheName: `kafka-tools-${KAFKA_VERSION}`,
+    what: `Kafka ${KAFKA_VERSION} tools`,
+    mainJarPrefix: `kafka-tools-${KAFKA_VERSION}`,
+    installHint: INSTALL_HINT,
+    properties: { 'kafka.version': KAFKA_VERSION, 'log4j.version': pomProperty(POM, 'log4j.version') },
+    log,
+  });
+  const main = {
+    'kafka-acls': 'org.apache.kafka.tools.AclCommand',
+    'kafka-console-consumer': 'org.apache.kafka.tools.consumer.ConsoleConsumer',
+  }[tool];
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  const script =
+    `#!/bin/sh\n# ${tool} of Kafka ${KAFKA_VERSION}, written by scripts/stack/kafka.ts.\n` +
+    `exec ${quote(javaBinary())} -Xmx256m ${quote(`-Dlog4j2.configurationFile=${LOG4J_CONFIG}`)} ` +
+    `-cp ${quote(path.join(libs, '*'))} ${main} "$@"\n`;
+  // Named after its content: worktrees with another log4j2.properties path get launchers of their own.
+  const digest = crypto.createHash('sha256').update(script).digest('hex').slice(0, 12);
+  return writeExecutableScript(cacheDir('launchers', `${tool}-${KAFKA_VERSION}-${digest}.sh`), script);
+}
+
 /** A running single-node Kafka cluster of the local stack. */
 export interface KafkaBroker {
   /** Bootstrap address for clients, `127.0.0.1:PORT`. */
   brokers: string;
+  /** True for the production profile's broker (SASL_SSL, SCRAM, ACLs). */
+  production: boolean;
+  /**
+   * The job's Kafka variables for `user` (default the relay's): KAFKA_BROKERS, and in the production
+   * profile KAFKA_SSL, KAFKA_SSL_CA_PATH and KAFKA_SASL_* with that user's SCRAM password.
+   */
+  clientEnv(user?: 'relay' | 'admin'): Record<string, string>;
+  /**
+   * The environment `ops/kafka/admin-client.properties` reads (production profile only): run the
+   * broker's tools with `--command-config`/`--consumer.config` set to that file and these variables.
+   */
+  toolEnv(): Record<string, string>;
   /** Holds server.properties, the log directories and broker.log (the broker's own output). */
   dataDir: string;
   /** Shuts the broker down cleanly (SIGTERM), killing it if it has not exited within 30 s. */
@@ -81,6 +157,38 @@ export interface KafkaOptions {
    * A directory that already holds a broker of this module is resumed on its old ports and data.
    */
   dataDir?: string;
+  /**
+   * The production profile: the stack's certificates and passwords (`prepareStackSecrets`). The broker
+   * runs `ops/kafka/production.properties`, and its ACLs are set up after the first start.
+   */
+  secrets?: StackSecrets;
+}
+
+/** Where the production broker's variables come from: `ops/kafka/production.properties` lists them. */
+function productionBrokerEnv(
+  secrets: StackSecrets,
+  dataDir: string,
+  ports: { port: number; controllerPort: number },
+): Record<string, string> {
+  return {
+    BROKER_HOST: '127.0.0.1',
+    BROKER_ADVERTISED_HOST: '127.0.0.1',
+    BROKER_PORT: String(ports.port),
+    BROKER_CONTROLLER_PORT: String(ports.controllerPort),
+    BROKER_DATA_DIR: path.join(dataDir, 'logs'),
+    BROKER_TLS_DIR: path.dirname(secrets.caPath),
+    BROKER_SCRAM_PASSWORD: secrets.passwords.kafkaBroker,
+  };
+}
+
+/** `--add-scram` arguments of the storage tool: every user of {@link KAFKA_USERS}, with its password. */
+function scramUsers(secrets: StackSecrets): string[] {
+  const { kafkaBroker, kafkaRelay, kafkaTest } = secrets.passwords;
+  return [
+    [KAFKA_USERS.broker, kafkaBroker],
+    [KAFKA_USERS.relay, kafkaRelay],
+    [KAFKA_USERS.admin, kafkaTest],
+  ].flatMap(([name, password]) => ['--add-scram', `SCRAM-SHA-512=[name=${name},password=${password}]`]);
 }
 
 function serverProperties(dataDir: string, port: number, controllerPort: number): string {
@@ -116,6 +224,7 @@ function serverProperties(dataDir: string, port: number, controllerPort: number)
 
 function readPorts(propertiesFile: string): { port: number; controllerPort: number } | undefined {
   const text = fs.readFileSync(propertiesFile, 'utf8');
+  if (propertiesFile.endsWith('.json')) return JSON.parse(text) as { port: number; controllerPort: number };
   const port = /^listeners=.*PLAINTEXT:\/\/127\.0\.0\.1:(\d+)/m.exec(text);
   const controllerPort = /^listeners=.*CONTROLLER:\/\/127\.0\.0\.1:(\d+)/m.exec(text);
   return port && controllerPort ? { port: Number(port[1]), controllerPort: Number(controllerPort[1]) } : undefined;
@@ -137,8 +246,8 @@ function readLogTail(logFile: string): string {
   }
 }
 
-async function reachable(brokers: string): Promise<boolean> {
-  const admin: Admin = client(brokers).admin();
+async function reachable(brokers: string, login?: ClientLogin): Promise<boolean> {
+  const admin: Admin = client(brokers, login).admin();
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
@@ -168,32 +277,43 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
     ? path.resolve(options.dataDir)
     : fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-kafka-'));
   fs.mkdirSync(dataDir, { recursive: true });
-  const propertiesFile = path.join(dataDir, 'server.properties');
+  const { secrets } = options;
+  // The production broker runs the shared file as it is; its ports live next to the data instead.
+  const propertiesFile = secrets ? PRODUCTION_PROPERTIES : path.join(dataDir, 'server.properties');
+  const portsFile = secrets ? path.join(dataDir, 'ports.json') : propertiesFile;
   const logFile = path.join(dataDir, 'broker.log');
   const log4j = `-Dlog4j2.configurationFile=${LOG4J_CONFIG}`;
 
-  let ports = fs.existsSync(propertiesFile) ? readPorts(propertiesFile) : undefined;
+  let ports = fs.existsSync(portsFile) ? readPorts(portsFile) : undefined;
   const formatted = fs.existsSync(path.join(dataDir, 'logs', 'meta.properties'));
+  const freshCluster = !(ports && formatted);
   if (!(ports && formatted)) {
     const port = await freePort();
     let controllerPort = await freePort();
     while (controllerPort === port) controllerPort = await freePort();
     ports = { port, controllerPort };
-    fs.writeFileSync(propertiesFile, serverProperties(dataDir, port, controllerPort));
+    if (secrets) fs.writeFileSync(portsFile, JSON.stringify(ports));
+    else fs.writeFileSync(propertiesFile, serverProperties(dataDir, port, controllerPort));
     // --standalone: a one-voter dynamic quorum (KIP-853), the form Kafka 4 documents for a single node.
-    const format = await run(javaBinary(), [
-      ...JVM_OPTS,
-      log4j,
-      '-cp',
-      classpath,
-      'kafka.tools.StorageTool',
-      'format',
-      '--cluster-id',
-      clusterId(),
-      '--config',
-      propertiesFile,
-      '--standalone',
-    ]);
+    const format = await run(
+      javaBinary(),
+      [
+        ...JVM_OPTS,
+        log4j,
+        '-cp',
+        classpath,
+        'kafka.tools.StorageTool',
+        'format',
+        '--cluster-id',
+        clusterId(),
+        '--config',
+        propertiesFile,
+        '--standalone',
+        // SCRAM users must exist before the broker starts: it authenticates to itself as `broker`.
+        ...(secrets ? scramUsers(secrets) : []),
+      ],
+      secrets && productionBrokerEnv(secrets, dataDir, ports),
+    );
     if (format.error || format.code !== 0) {
       if (createdDir) fs.rmSync(dataDir, { recursive: true, force: true });
       throw new Error(
@@ -203,6 +323,30 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
     }
   }
   const brokers = `127.0.0.1:${ports.port}`;
+  const brokerEnv = secrets ? productionBrokerEnv(secrets, dataDir, ports) : undefined;
+  const login = (user: 'relay' | 'admin'): ClientLogin | undefined =>
+    secrets && {
+      caPath: secrets.caPath,
+      username: KAFKA_USERS[user],
+      password: user === 'relay' ? secrets.passwords.kafkaRelay : secrets.passwords.kafkaTest,
+    };
+  const toolEnv = (): Record<string, string> => {
+    if (!secrets) throw new Error('the dev broker has no admin tools settings: it runs without SASL');
+    return { BROKER_TLS_DIR: path.dirname(secrets.caPath), BROKER_ADMIN_PASSWORD: secrets.passwords.kafkaTest };
+  };
+  const clientEnv = (user: 'relay' | 'admin' = 'relay'): Record<string, string> => {
+    const l = login(user);
+    return l
+      ? {
+          KAFKA_BROKERS: brokers,
+          KAFKA_SSL: 'true',
+          KAFKA_SSL_CA_PATH: l.caPath,
+          KAFKA_SASL_MECHANISM: 'scram-sha-512',
+          KAFKA_SASL_USERNAME: l.username,
+          KAFKA_SASL_PASSWORD: l.password,
+        }
+      : { KAFKA_BROKERS: brokers };
+  };
 
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
@@ -210,12 +354,16 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
   const killOnExit = () => child?.kill('SIGKILL');
 
   const launch = (): ChildProcess => {
-    fs.appendFileSync(logFile, `[expiry-reminder] starting Kafka ${KAFKA_VERSION} on ${brokers}\n`);
+    fs.appendFileSync(
+      logFile,
+      `[expiry-reminder] starting Kafka ${KAFKA_VERSION} on ${brokers}${secrets ? ' (SASL_SSL)' : ''}\n`,
+    );
     const out = fs.openSync(logFile, 'a');
     try {
       const proc = spawn(javaBinary(), [...JVM_OPTS, log4j, '-cp', classpath, 'kafka.Kafka', propertiesFile], {
         cwd: dataDir,
         stdio: ['ignore', out, out],
+        ...(brokerEnv ? { env: { ...process.env, ...brokerEnv } } : {}),
       });
       child = proc;
       exited = new Promise<void>((resolve) => {
@@ -266,8 +414,11 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
         const how = proc.signalCode ?? (proc.exitCode === null ? 'could not run java' : `exit code ${proc.exitCode}`);
         throw new Error(`The Kafka broker exited during start (${how}); ${logFile}:\n${readLogTail(logFile)}`);
       }
-      if (await reachable(brokers)) {
-        log(`Kafka ${KAFKA_VERSION} broker on ${brokers} (ready in ${((Date.now() - began) / 1000).toFixed(1)} s)`);
+      if (await reachable(brokers, login('admin'))) {
+        log(
+          `Kafka ${KAFKA_VERSION} broker on ${brokers}${secrets ? ' (SASL_SSL)' : ''} ` +
+            `(ready in ${((Date.now() - began) / 1000).toFixed(1)} s)`,
+        );
         return;
       }
       await sleep(250);
@@ -280,6 +431,8 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
 
   try {
     await start();
+    // ACLs live in the cluster's metadata: once per cluster, by the admin, with the broker's own tool.
+    if (secrets && freshCluster) await applyAcls(brokers, toolEnv(), log);
   } catch (err) {
     // The data directory stays: its broker.log is what explains the failure.
     await stop().catch(() => {});
@@ -288,6 +441,9 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
 
   return {
     brokers,
+    production: Boolean(secrets),
+    clientEnv,
+    toolEnv,
     dataDir,
     stop,
     start,
@@ -296,6 +452,19 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs `ops/kafka/acls.sh` (the file compose runs) with the broker's `kafka-acls` tool. */
+async function applyAcls(brokers: string, env: Record<string, string>, log: (line: string) => void): Promise<void> {
+  const acls = await kafkaTool('kafka-acls', log);
+  const res = await run('bash', [ACLS_SCRIPT, brokers, TOPIC, KAFKA_USERS.relay], { ...env, KAFKA_ACLS: acls });
+  if (res.error || res.code !== 0) {
+    throw new Error(
+      `Setting up the Kafka ACLs (ops/kafka/acls.sh) failed (exit ${res.code ?? res.signal}):\n` +
+        tail(res.error?.message ?? res.output),
+    );
+  }
+  log(`Kafka ACLs: ${KAFKA_USERS.relay} may create, describe and write ${TOPIC}`);
 }
 
 /** Options of {@link createTopic}. */

@@ -23,11 +23,17 @@ export interface Run {
   error?: Error;
 }
 
-/** Runs a command to completion without blocking the event loop (a cold Maven run takes a while). */
-export function run(command: string, args: string[]): Promise<Run> {
+/**
+ * Runs a command to completion without blocking the event loop (a cold Maven run takes a while).
+ * @param env variables on top of this process's environment.
+ */
+export function run(command: string, args: string[], env?: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(env ? { env: { ...process.env, ...env } } : {}),
+    });
     child.stdout.on('data', (c: Buffer) => chunks.push(c));
     child.stderr.on('data', (c: Buffer) => chunks.push(c));
     child.on('error', (error) => resolve({ code: null, signal: null, output: '', error }));
@@ -74,6 +80,8 @@ export interface MavenJars {
   mainJarPrefix: string;
   /** What to install when Java or Maven is missing. */
   installHint: string;
+  /** Properties the pom reads (`-Dname=value`), e.g. a version another pom owns. */
+  properties?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -88,7 +96,12 @@ export async function ensureMavenJars(jars: MavenJars): Promise<string> {
   const dir = cacheDir(jars.cacheName);
   const libs = path.join(dir, 'libs');
   const marker = path.join(dir, '.complete');
-  const digest = crypto.createHash('sha256').update(fs.readFileSync(pom)).digest('hex');
+  const defines = Object.entries(jars.properties ?? {}).map(([name, value]) => `-D${name}=${value}`);
+  const digest = crypto
+    .createHash('sha256')
+    .update(fs.readFileSync(pom))
+    .update(defines.length > 0 ? `\n${defines.join('\n')}` : '')
+    .digest('hex');
   const complete = () =>
     fs.existsSync(libs) && fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === digest;
   if (complete()) return libs;
@@ -111,6 +124,7 @@ export async function ensureMavenJars(jars: MavenJars): Promise<string> {
       'dependency:copy-dependencies',
       `-DoutputDirectory=${staging}`,
       '-DincludeScope=runtime',
+      ...defines,
     ]);
     if (res.error || res.code !== 0) {
       throw new Error(

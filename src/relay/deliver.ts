@@ -9,6 +9,7 @@
  * of that request, or of that partition, not yet acknowledged, as failed.
  */
 import type { OutboxMessage } from '../db/outbox';
+import { TOPIC } from '../domain/names';
 import type { PartitionGroup } from './partitions';
 
 /**
@@ -25,6 +26,40 @@ export function contentRefusal(err: unknown): Error | undefined {
     e = e.cause as typeof e;
   }
   return undefined;
+}
+
+/**
+ * Kafka's refusal of a topic to the relay's principal (the broker's ACLs), in `err` or its causes: it
+ * refuses every row that names the topic, so it is a verdict on those rows, not on the batch.
+ */
+export function topicRefusal(err: unknown): Error | undefined {
+  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (e instanceof TopicRefusedError) return e;
+    if (e.type === 'TOPIC_AUTHORIZATION_FAILED') return e as unknown as Error;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+/**
+ * Kafka refused the relay's principal a topic, named here because Kafka's error does not name it. For a
+ * row naming another topic than the job's, the row's fault (it is parked like any refused row); for the
+ * job's own topic, the ACLs are wrong and no row is to blame.
+ */
+export class TopicRefusedError extends Error {
+  constructor(
+    readonly topic: string,
+    readonly refusal: Error,
+  ) {
+    super(
+      topic === TOPIC
+        ? `Kafka refused topic ${topic} to the relay's user (${refusal.message}): ` +
+            `grant the relay's user CREATE, DESCRIBE and WRITE on it (ops/kafka/acls.sh)`
+        : `Kafka refused topic ${topic} to the relay's user (${refusal.message}): the relay writes only ` +
+            `${TOPIC}, which its ACL allows; fix the row's topic (or the ACL), then run outbox retry`,
+    );
+    this.name = 'TopicRefusedError';
+  }
 }
 
 /** The relay's own limit on a batch's Kafka work: RELAY_SEND_TIMEOUT. */
@@ -109,7 +144,8 @@ async function deliverLeader(
     for (const group of groups) out.published.push(...group.rows);
     return;
   } catch (err) {
-    refusal = contentRefusal(err);
+    // A topic refusal may be one partition's: each is sent again alone, as for content.
+    refusal = contentRefusal(err) ?? topicRefusal(err);
     if (!refusal) {
       out.error ??= err as Error;
       for (const group of groups) out.failed.push(...group.rows);
@@ -140,6 +176,22 @@ async function deliverPartition(
     held.add(row.message_key);
     out.rejected.push({ row, error: refusal.message });
   };
+  /**
+   * Rows sent on their own (one partition's) and refused: the row when it is alone, or every row at once when
+   * Kafka refused the topic itself, since each would be refused alike. True when that settled them.
+   * @throws TopicRefusedError for the job's own topic: the ACLs are wrong, and no row is to blame.
+   */
+  const settleRefused = (rows: OutboxMessage[], refusal: Error): boolean => {
+    if (topicRefusal(refusal)) {
+      const named = new TopicRefusedError(group.topic, refusal);
+      if (group.topic === TOPIC) throw named;
+      for (const row of rows) refusedAlone(row, named);
+      return true;
+    }
+    if (rows.length !== 1) return false;
+    refusedAlone(rows[0], refusal);
+    return true;
+  };
   // Refused whole, so nothing of it was appended: halve it, in order, until the refused row is alone.
   const halve = async (rows: OutboxMessage[]) => {
     const half = Math.ceil(rows.length / 2);
@@ -155,16 +207,15 @@ async function deliverPartition(
       out.published.push(...ready);
       return;
     } catch (err) {
-      const refusal = contentRefusal(err);
+      const refusal = contentRefusal(err) ?? topicRefusal(err);
       if (!refusal) throw err;
-      if (ready.length === 1) return refusedAlone(ready[0], refusal);
+      if (settleRefused(ready, refusal)) return;
     }
     await halve(ready);
   };
   try {
-    if (refused && group.rows.length === 1) refusedAlone(group.rows[0], refused);
-    else if (refused) await halve(group.rows);
-    else await attempt(group.rows);
+    if (!refused) await attempt(group.rows);
+    else if (!settleRefused(group.rows, refused)) await halve(group.rows);
   } catch (err) {
     out.error ??= err as Error;
     out.failed.push(...group.rows.filter((r) => !done.has(r) && !held.has(r.message_key)));

@@ -15,6 +15,7 @@ import {
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
+import { TopicRefusedError } from './deliver';
 import { PRODUCER_ABANDONED_MESSAGE, ProducerAbandonedError } from './producer';
 
 /**
@@ -128,4 +129,73 @@ export function messageHeaders(row: OutboxMessage): IHeaders {
 /** The Kafka message for an outbox row: key = owner id, value = the JSON payload as stored. */
 export function toKafkaMessage(row: OutboxMessage): Message {
   return { key: row.message_key, value: row.payload, headers: messageHeaders(row) };
+}
+
+/** Kafka refused the relay's credentials: said with the variables to check, since kafkajs names none. */
+export class KafkaLoginError extends Error {
+  constructor(message: string, options: { cause: unknown }) {
+    super(message, options);
+    this.name = 'KafkaLoginError';
+  }
+}
+
+/** True for a failure that lasts until a person acts: a refused login, or the job's topic refused by the ACLs. */
+export function needsOperator(err: Error): boolean {
+  return err instanceof KafkaLoginError || err instanceof TopicRefusedError;
+}
+
+/** The names and messages of `err` and its causes. */
+function errorChain(err: unknown): { names: string[]; text: string } {
+  const names: string[] = [];
+  const messages: string[] = [];
+  for (
+    let e = err as { name?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    names.push(String(e.name));
+    messages.push(String(e.message));
+    e = e.cause as typeof e;
+  }
+  return { names, text: messages.join(' ') };
+}
+
+/**
+ * A Kafka failure said so that a person can act on it. kafkajs reports a refused SASL login, and a TLS
+ * listener hanging up on a client without TLS, in words that name no setting; this adds what to check.
+ * Other errors are returned as they are.
+ */
+export function explainKafkaError(err: Error, kafka: Config['kafka']): Error {
+  if (needsOperator(err)) return err;
+  const { names, text } = errorChain(err);
+  if (names.includes('KafkaJSSASLAuthenticationError')) {
+    const who = kafka.sasl ? `"${kafka.sasl.username}" (${kafka.sasl.mechanism.toUpperCase()})` : '(no SASL user)';
+    return new KafkaLoginError(
+      `Kafka refused the SASL login of ${who}: check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD, and that ` +
+        `the user exists with that mechanism on the cluster (KAFKA_SASL_MECHANISM). Kafka said: ${err.message}`,
+      { cause: err },
+    );
+  }
+  const hungUp = /Closed connection|ECONNRESET|socket hang up/.test(text);
+  if (hungUp && !kafka.ssl) {
+    return new Error(
+      `${err.message} (KAFKA_SSL is off: a broker whose listener is SSL or SASL_SSL closes a connection ` +
+        `without TLS; then set KAFKA_SSL=true, and KAFKA_SSL_CA_PATH for a private CA)`,
+      { cause: err },
+    );
+  }
+  if (hungUp && !kafka.sasl) {
+    return new Error(
+      `${err.message} (no SASL login is configured: a SASL_SSL listener closes a connection that does not log ` +
+        `in; then set KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD)`,
+      { cause: err },
+    );
+  }
+  if (kafka.ssl && /self[- ]signed certificate|unable to verify|unable to get local issuer/i.test(text)) {
+    return new Error(
+      `${err.message} (the broker's TLS certificate is not trusted: set KAFKA_SSL_CA_PATH to the CA that signed it)`,
+      { cause: err },
+    );
+  }
+  return err;
 }

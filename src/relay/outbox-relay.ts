@@ -20,11 +20,11 @@ import {
   type OutboxMessage,
 } from '../db/outbox';
 import { connectionOptions, withTransaction } from '../db/pool';
-import { createKafka, toKafkaMessage } from './kafka';
+import { createKafka, explainKafkaError, needsOperator, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
-import { groupByLeader, groupByPartition, TopicPartitions } from './partitions';
+import { groupByLeader, groupByPartition, setRefusedApart, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
 import { startPublishSpans } from './spans';
@@ -187,7 +187,8 @@ export class OutboxRelay {
     const delay = backoff(state.failures, this.deps.config.relay.maxBackoffMs);
     if ('failed' in outcome) {
       state.failing = true;
-      this.log.warn(
+      // Error level when nothing gets better until a person acts (a refused login, the topic's ACLs).
+      this.log[needsOperator(outcome.failed) ? 'error' : 'warn'](
         { err: redactUrl(outcome.failed.message), rows: outcome.rows, failures: state.failures, retryInMs: delay },
         message,
       );
@@ -278,9 +279,10 @@ export class OutboxRelay {
     const deadline = new Deadline(this.deps.config.relay.sendTimeoutMs, () => producer.abandon());
     let delivery: Delivery;
     try {
-      const partitions = await deadline.race(this.partitions.of(rows.map((r) => r.topic)));
+      const { partitions, refused } = await deadline.race(this.partitions.of(rows.map((r) => r.topic)));
+      const { sendable, rejected } = setRefusedApart(rows, refused);
       delivery = await deliver(
-        groupByLeader(groupByPartition(rows, partitions), partitions),
+        groupByLeader(groupByPartition(sendable, partitions), partitions),
         (groups, leader) =>
           producer.send(
             groups.map((g) => ({ topic: g.topic, partition: g.partition, messages: g.rows.map(toKafkaMessage) })),
@@ -288,12 +290,14 @@ export class OutboxRelay {
           ),
         deadline,
       );
+      delivery.rejected.unshift(...rejected);
     } catch (err) {
       // The topic or its partitions could not be read: nothing was sent.
       delivery = { published: [], rejected: [], failed: rows, error: err as Error };
     } finally {
       deadline.clear();
     }
+    if (delivery.error) delivery.error = explainKafkaError(delivery.error, this.deps.config.kafka);
     if (delivery.failed.length > 0 || producer.abandoned) {
       this.partitions.invalidate();
       await this.dropProducer(lane);

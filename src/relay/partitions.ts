@@ -6,7 +6,7 @@
 import { Partitioners, type Kafka, type PartitionMetadata } from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
-import type { LeaderGroup } from './deliver';
+import { topicRefusal, TopicRefusedError, type LeaderGroup } from './deliver';
 import { TOPIC } from '../domain/names';
 import { ensureTopic } from './kafka';
 
@@ -19,6 +19,13 @@ export interface PartitionGroup {
 
 /** Partition counts only grow, and rarely; re-read them this often, and after every failed batch. */
 const MAX_AGE_MS = 5 * 60_000;
+
+/** What {@link TopicPartitions.of} read: the partitions of each topic, and the topics Kafka refused the relay. */
+export interface TopicsRead {
+  partitions: ReadonlyMap<string, PartitionMetadata[]>;
+  /** Topics other than the job's whose metadata Kafka refused the relay's principal (its ACLs). */
+  refused: ReadonlyMap<string, TopicRefusedError>;
+}
 
 /** The partitions of the topics the relay writes, read with the admin client and kept for a while. */
 export class TopicPartitions {
@@ -37,26 +44,38 @@ export class TopicPartitions {
 
   /**
    * The partitions of `topics`. The job's topic is created when missing (the relay never relies on broker
-   * auto-create); any other topic must exist.
+   * auto-create); any other topic must exist. A topic other than the job's that Kafka refuses the relay is
+   * listed as refused (read again next time, so a corrected ACL counts); the job's own refused fails the call.
    */
-  async of(topics: Iterable<string>): Promise<Map<string, PartitionMetadata[]>> {
+  async of(topics: Iterable<string>): Promise<TopicsRead> {
     if (Date.now() - this.readAt > MAX_AGE_MS) this.known.clear();
     const fresh = this.known.size === 0;
     const missing = [...new Set(topics)].filter((t) => !this.known.has(t));
+    const refused = new Map<string, TopicRefusedError>();
     if (missing.length > 0) {
       const admin = this.kafka.admin();
       await admin.connect();
       try {
         for (const topic of missing) {
-          const parts =
-            topic === TOPIC
-              ? await ensureTopic(
-                  admin,
-                  topic,
-                  this.config.kafka.topicPartitions,
-                  this.config.kafka.topicReplicationFactor,
-                )
-              : ((await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? []);
+          let parts: PartitionMetadata[];
+          try {
+            parts =
+              topic === TOPIC
+                ? await ensureTopic(
+                    admin,
+                    topic,
+                    this.config.kafka.topicPartitions,
+                    this.config.kafka.topicReplicationFactor,
+                  )
+                : ((await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? []);
+          } catch (err) {
+            const refusal = topicRefusal(err);
+            if (!refusal) throw err;
+            const named = new TopicRefusedError(topic, refusal);
+            if (topic === TOPIC) throw named;
+            refused.set(topic, named);
+            continue;
+          }
           if (parts.length === 0) throw new Error(`topic ${topic} has no partitions`);
           this.known.set(topic, parts);
         }
@@ -65,8 +84,29 @@ export class TopicPartitions {
         await admin.disconnect().catch(() => {});
       }
     }
-    return this.known;
+    return { partitions: this.known, refused };
   }
+}
+
+/**
+ * Splits a batch by the topics Kafka refused: rows naming one are rejected with its refusal, and the later
+ * rows of their keys wait (order per key), as behind any refused row; the rest is sent.
+ */
+export function setRefusedApart(
+  rows: readonly OutboxMessage[],
+  refused: ReadonlyMap<string, Error>,
+): { sendable: OutboxMessage[]; rejected: { row: OutboxMessage; error: string }[] } {
+  const sendable: OutboxMessage[] = [];
+  const rejected: { row: OutboxMessage; error: string }[] = [];
+  const held = new Set<string>();
+  for (const row of rows) {
+    const refusal = refused.get(row.topic);
+    if (refusal) {
+      rejected.push({ row, error: refusal.message });
+      held.add(row.message_key);
+    } else if (!held.has(row.message_key)) sendable.push(row);
+  }
+  return { sendable, rejected };
 }
 
 /** Groups rows by topic and partition, keeping their claim order within each group. */

@@ -148,6 +148,29 @@ describe('loadConfig', () => {
   it('hides the password of a database URL written without a scheme', () => {
     expect(configError({ MIGRATION_DATABASE_URL: 'owner:hunter2@h/db' }).message).not.toContain('hunter2');
   });
+
+  it('refuses a KAFKA_SSL_CA_PATH that names no file, before the relay reads it', () => {
+    const err = configError({ KAFKA_SSL: 'true', KAFKA_SSL_CA_PATH: '/nonexistent/ca.pem' });
+    expect(err.problems).toEqual([
+      'KAFKA_SSL_CA_PATH="/nonexistent/ca.pem": no such file; expected the PEM file of the CA that signed the brokers\' certificates',
+    ]);
+    expect(loadConfig({ KAFKA_SSL_CA_PATH: __filename }).kafka.ssl).toEqual({ caPath: __filename });
+  });
+
+  it('reads the SASL_SSL settings of a production cluster', () => {
+    const config = loadConfig({
+      KAFKA_BROKERS: 'kafka:9093',
+      KAFKA_SSL: 'true',
+      KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      KAFKA_SASL_USERNAME: 'relay',
+      KAFKA_SASL_PASSWORD: 'pw',
+    });
+    expect(config.kafka).toMatchObject({
+      brokers: ['kafka:9093'],
+      ssl: true,
+      sasl: { mechanism: 'scram-sha-512', username: 'relay', password: 'pw' },
+    });
+  });
 });
 
 describe('redactUrl', () => {

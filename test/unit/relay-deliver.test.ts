@@ -10,9 +10,11 @@ import {
   Deadline,
   deliver,
   SendTimeoutError,
+  TopicRefusedError,
   type LeaderGroup,
   type SendGroups,
 } from '../../src/relay/deliver';
+import { TOPIC } from '../../src/domain/names';
 import { LeaderMovedError } from '../../src/relay/producer';
 import type { PartitionGroup } from '../../src/relay/partitions';
 
@@ -154,6 +156,59 @@ test('a refusal when a partition had moved to another broker has no verdict: the
   expect(ids(out.failed)).toEqual(['a', 'b']);
   expect(out.error).toBe(moved);
   expect(kafka.requests).toHaveLength(1);
+});
+
+/** What kafkajs throws when Kafka refuses the producer's principal a topic (error code 29). */
+const topicRefused = () =>
+  new KafkaJSProtocolError({
+    type: 'TOPIC_AUTHORIZATION_FAILED',
+    code: 29,
+    retriable: false,
+    message: 'Not authorized to access topics: [Topic authorization failed]',
+  } as unknown as Error);
+
+/** A broker whose ACLs refuse the relay `refusedTopics`: a partition of one is refused, the others appended. */
+function aclKafka(refusedTopics: string[]) {
+  const requests: string[][][] = [];
+  const send: SendGroups = async (groups) => {
+    requests.push(groups.map((g) => g.rows.map((r) => r.id)));
+    if (groups.some((g) => refusedTopics.includes(g.topic))) throw topicRefused();
+  };
+  return { send, requests };
+}
+
+test('a topic outside the relay’s ACLs refuses all its rows at once, without halving; the other partitions are published', async () => {
+  const kafka = aclKafka(['other']);
+  const other = [row('x'), row('y'), row('z')].map((r) => ({ ...r, topic: 'other' }));
+  const out = await deliver(
+    broker(group(0, [row('a'), row('b')]), { topic: 'other', partition: 0, rows: other }),
+    kafka.send,
+    deadline,
+  );
+  expect(ids(out.published)).toEqual(['a', 'b']);
+  expect(out.rejected.map((r) => r.row.id)).toEqual(['x', 'y', 'z']);
+  expect(out.rejected[0].error).toMatch(/Kafka refused topic other to the relay's user .*ACL/);
+  expect(out.failed).toEqual([]);
+  expect(kafka.requests).toEqual([
+    [
+      ['a', 'b'],
+      ['x', 'y', 'z'],
+    ],
+    [['a', 'b']],
+    [['x', 'y', 'z']],
+  ]);
+});
+
+test('the job’s own topic refused by the ACLs is a failure, never a row’s fault: nothing is rejected', async () => {
+  const kafka = aclKafka([TOPIC]);
+  const rows = [row('a'), row('b')].map((r) => ({ ...r, topic: TOPIC }));
+  const out = await deliver(broker({ topic: TOPIC, partition: 0, rows }), kafka.send, deadline);
+  expect(out.rejected).toEqual([]);
+  expect(ids(out.failed)).toEqual(['a', 'b']);
+  expect(out.error).toBeInstanceOf(TopicRefusedError);
+  expect(out.error?.message).toMatch(
+    /grant the relay's user CREATE, DESCRIBE and WRITE on it \(ops\/kafka\/acls\.sh\)/,
+  );
 });
 
 test('the deadline abandons first, then fails every send still waiting', async () => {
