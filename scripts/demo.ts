@@ -11,7 +11,7 @@ import { addDays, utcDate } from '../src/domain/thresholds';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/observability/logger';
 import { SCHEDULE_ID, TOPIC } from '../src/domain/names';
-import { createKafka } from '../src/relay/kafka';
+import { createKafka, dropKafkajsNegativeTimeoutWarning } from '../src/relay/kafka';
 import { OutboxRelay } from '../src/relay/outbox-relay';
 import { consumeUntil } from './stack/consume';
 import { applySchedule } from '../src/operations/schedule';
@@ -56,6 +56,8 @@ const INVESTORS: { name: string; docs: { type: string; mask: string; daysLeft: n
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The stack's broker check is this process's first kafkajs client, before createKafka installs it.
+  dropKafkajsNegativeTimeoutWarning();
   step('starting the local stack (PostgreSQL + Temporal dev server with Web UI)');
   const stack = await startStack({ log: step });
   const cleanups: (() => Promise<void>)[] = [() => stack.stop()];

@@ -27,6 +27,7 @@ export function createKafka(
   logger?: Logger,
   client: { socketFactory?: ISocketFactory } = {},
 ): Kafka {
+  dropKafkajsNegativeTimeoutWarning();
   const k = config.kafka;
   const log = logger?.child({ component: 'kafkajs' });
   const options: KafkaConfig = {
@@ -49,6 +50,29 @@ export function createKafka(
       },
   };
   return new Kafka(options);
+}
+
+/** Where kafkajs's request queue, in a call stack. */
+const KAFKAJS_REQUEST_QUEUE = /[\\/]kafkajs[\\/]src[\\/]network[\\/]requestQueue[\\/]/;
+let negativeTimeoutFilter = false;
+
+/**
+ * kafkajs 2.2.4, its last release, arms its request queue's check with a negative delay
+ * (`throttledUntil - Date.now()` while throttledUntil is -1; tulios/kafkajs#1751). Node 24 prints a
+ * TimeoutNegativeWarning for it, once per process, where Node 20 said nothing; on both the timer fires
+ * after 1 ms. This drops that warning when kafkajs's request queue raised it, and no other warning,
+ * so the relay's stderr carries only what someone has to read. Process-wide; installed once.
+ */
+export function dropKafkajsNegativeTimeoutWarning(): void {
+  if (negativeTimeoutFilter) return;
+  negativeTimeoutFilter = true;
+  const emitWarning = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const option = rest[0];
+    const type = typeof option === 'string' ? option : (option as { type?: string } | undefined)?.type;
+    if (type === 'TimeoutNegativeWarning' && KAFKAJS_REQUEST_QUEUE.test(new Error().stack ?? '')) return;
+    emitWarning(warning, ...rest);
+  }) as typeof process.emitWarning;
 }
 
 /** Messages of the Kafka errors kafkajs retries by itself (the coordinator loading, a leader moving, …). */

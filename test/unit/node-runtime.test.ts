@@ -1,0 +1,45 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const repoRoot = path.resolve(__dirname, '../..');
+
+/**
+ * The Node that `npm ci` puts at node_modules/.bin/node on this platform (scripts/node-runtime), or
+ * undefined where no package of it exists (e.g. macOS: bring Node 24 yourself).
+ */
+function pinnedVersion(): string | undefined {
+  const runtime = JSON.parse(fs.readFileSync(path.join(repoRoot, 'scripts/node-runtime/package.json'), 'utf8')) as {
+    optionalDependencies: Record<string, string>;
+  };
+  return runtime.optionalDependencies[`node-${process.platform}-${process.arch}`];
+}
+
+/** `node -p process.version` as a script or tool would start it: by name, from PATH, or via a shebang. */
+function versionOf(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { cwd: repoRoot, encoding: 'utf8', timeout: 30_000 });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${result.stderr || String(result.error)}`);
+  return result.stdout.trim();
+}
+
+describe('the Node the project runs on', () => {
+  jest.setTimeout(40_000);
+  const expected = pinnedVersion();
+
+  it('the tests run on the pinned Node 24, not on the Node that ran npm', () => {
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
+    if (expected) expect(process.version).toBe(`v${expected}`);
+  });
+
+  it('the processes the tests start (node from PATH, tsx by its shebang, process.execPath) run on the same Node', () => {
+    const tsx = path.join(repoRoot, 'node_modules/.bin/tsx');
+    expect(versionOf('node', ['-p', 'process.version'])).toBe(process.version);
+    expect(versionOf(tsx, ['-e', 'console.log(process.version)'])).toBe(process.version);
+    expect(versionOf(process.execPath, ['-p', 'process.version'])).toBe(process.version);
+  });
+
+  it('the native addons load on it: core-bridge (Node-API), @swc/core', () => {
+    const load = "require('@temporalio/core-bridge'); require('@swc/core'); console.log(process.version)";
+    expect(versionOf(process.execPath, ['-e', load])).toBe(process.version);
+  });
+});
