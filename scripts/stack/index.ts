@@ -3,12 +3,17 @@
  * a real Kafka broker, on loopback and free ports, torn down by `stop()`. Used by the tests, the demo
  * and `npm run stack`.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from '../../src/observability/ports';
 import { startPostgres, type PostgresServer } from './postgres';
+import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
+import { startProductionTemporal } from './temporal-server';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -20,7 +25,10 @@ export interface Stack {
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
-  /** Stops the dev server, waits `downMs`, starts it again on the same port (state survives with `temporalDbFile`). */
+  /**
+   * Stops the Temporal server, waits `downMs`, starts it again on the same port (the dev server's state
+   * survives with `temporalDbFile`; the production server's is in PostgreSQL).
+   */
   restartTemporal(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -31,6 +39,13 @@ export interface StackOptions {
   ui?: boolean;
   /** Keep Temporal's state in this SQLite file, so `restartTemporal` resumes running cycles. */
   temporalDbFile?: string;
+  /**
+   * The production profile (issue 20): the Temporal server on PostgreSQL with mTLS on its frontend, and
+   * its Web UI, instead of the dev server. `temporalDbFile` does not apply (its state is in PostgreSQL).
+   */
+  production?: boolean;
+  /** The production profile's certificates and passwords; default a new 0700 folder that `stop()` removes. */
+  secrets?: StackSecrets;
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own. */
@@ -45,7 +60,60 @@ async function startOrAdoptKafka(log: (line: string) => void): Promise<{ broker?
   return { broker, brokers: broker.brokers };
 }
 
-/** Starts PostgreSQL and the Temporal dev server; on any failure stops what it started and says why. */
+/** Temporal as the stack runs it: the dev server, or the production profile's server and UI. */
+interface RunningTemporal {
+  address: string;
+  uiUrl?: string;
+  /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL and, in production, the TLS files. */
+  env: Record<string, string>;
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The Temporal CLI's dev server (with its Web UI), on SQLite. */
+async function startDevTemporal(
+  options: StackOptions,
+  cliPath: string | undefined,
+  log: (line: string) => void,
+): Promise<RunningTemporal> {
+  const port = await freePort();
+  let uiPort = options.ui === false ? undefined : await freePort();
+  // A port just released can be handed out again: the two must differ.
+  while (uiPort === port) uiPort = await freePort();
+  const startTemporal = () =>
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: cliPath
+          ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) }
+          : { type: 'cached-download' },
+        ip: '127.0.0.1',
+        port,
+        ui: uiPort !== undefined,
+        uiPort,
+        dbFilename: options.temporalDbFile,
+        log: { format: 'json', level: 'error' },
+        searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
+        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
+      },
+    });
+  let started = await startTemporal();
+  const address = `127.0.0.1:${port}`;
+  const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
+  log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
+  return {
+    address,
+    uiUrl,
+    env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}) },
+    restart: async (downMs: number) => {
+      await started.teardown();
+      await new Promise((r) => setTimeout(r, downMs));
+      started = await startTemporal();
+    },
+    stop: () => started.teardown(),
+  };
+}
+
+/** Starts PostgreSQL and Temporal (and Kafka); on any failure stops what it started and says why. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = options.log ?? (() => {});
   const cliPath = findOrBuildTemporalCli(log);
@@ -55,65 +123,48 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         'trying the SDK download, which needs internet access',
     );
   }
+  // The production profile's certificates and passwords: the caller's, or a folder of this stack's own.
+  const ownSecrets = options.production && !options.secrets;
+  const secrets = options.production
+    ? (options.secrets ?? prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-'))))
+    : undefined;
+  const removeOwnSecrets = () => {
+    if (ownSecrets && secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
+  };
   const postgres = await startPostgres(log);
-  let env: TestWorkflowEnvironment | undefined;
+  let temporal: RunningTemporal | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
     kafka = await startOrAdoptKafka(log);
-    const port = await freePort();
-    let uiPort = options.ui === false ? undefined : await freePort();
-    // A port just released can be handed out again: the two must differ.
-    while (uiPort === port) uiPort = await freePort();
-    const startTemporal = () =>
-      TestWorkflowEnvironment.createLocal({
-        server: {
-          executable: cliPath
-            ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) }
-            : { type: 'cached-download' },
-          ip: '127.0.0.1',
-          port,
-          ui: uiPort !== undefined,
-          uiPort,
-          dbFilename: options.temporalDbFile,
-          log: { format: 'json', level: 'error' },
-          searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
-          extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
-        },
-      });
-    env = await startTemporal();
-    const address = `127.0.0.1:${port}`;
-    const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
-    log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
-    let started = env;
+    temporal = secrets
+      ? await startProductionTemporal({ adminUrl: postgres.adminUrl, secrets, ui: options.ui, log })
+      : await startDevTemporal(options, cliPath, log);
+    const running = temporal;
     const broker = kafka.broker;
     return {
       postgres,
       kafka: broker,
       kafkaBrokers: kafka.brokers,
-      temporal: { address, namespace: 'default', uiUrl, cliPath },
+      temporal: { address: running.address, namespace: 'default', uiUrl: running.uiUrl, cliPath },
       env: {
         STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
-        TEMPORAL_ADDRESS: address,
-        TEMPORAL_NAMESPACE: 'default',
+        ...running.env,
         KAFKA_BROKERS: kafka.brokers,
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
-        ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
       },
-      restartTemporal: async (downMs: number) => {
-        await started.teardown();
-        await new Promise((r) => setTimeout(r, downMs));
-        started = await startTemporal();
-      },
+      restartTemporal: (downMs: number) => running.restart(downMs),
       stop: async () => {
-        await started.teardown();
+        await running.stop();
         await broker?.destroy();
         await postgres.stop();
+        removeOwnSecrets();
       },
     };
   } catch (err) {
-    await env?.teardown().catch(() => {});
+    await temporal?.stop().catch(() => {});
     await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});
+    removeOwnSecrets();
     throw new Error(`The local stack did not start: ${(err as Error).message}`);
   }
 }

@@ -563,3 +563,75 @@ export async function startTemporalUi(options: {
   options.log?.(`Temporal Web UI ${TEMPORAL_UI_VERSION} on ${url}`);
   return { url, logFile, stop: () => service.stop() };
 }
+
+export interface ProductionTemporal {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  /**
+   * What points a process at this Temporal: the standard `TEMPORAL_*` variables, which this job
+   * (`@temporalio/envconfig`) and the `temporal` CLI both read, with the `worker` certificate; and the CLI's
+   * own `TEMPORAL_TLS_CERT`/`_KEY`/`_CA`, which only the CLI reads and which override the standard ones
+   * there, so the CLI connects as `cli`.
+   */
+  env: Record<string, string>;
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The production profile's Temporal on the PostgreSQL of `adminUrl`: builds what is missing, prepares the
+ * stores, starts the server and (unless `ui` is false) the Web UI. On a failure stops what it started.
+ */
+export async function startProductionTemporal(options: {
+  adminUrl: string;
+  secrets: StackSecrets;
+  ui?: boolean;
+  dbTls?: TemporalDatabase['tls'];
+  log?: Log;
+}): Promise<ProductionTemporal> {
+  const { secrets } = options;
+  const binaries = await findOrBuildTemporalServer(options.log);
+  const uiBinary = options.ui === false ? undefined : await findOrBuildTemporalUi(options.log);
+  const db = await prepareTemporalDatabases({
+    adminUrl: options.adminUrl,
+    password: secrets.passwords.temporal,
+    binaries,
+    tls: options.dbTls,
+    log: options.log,
+  });
+  const server = await startTemporalServer({ binaries, db, secrets, log: options.log });
+  let ui: TemporalUi | undefined;
+  try {
+    if (uiBinary) {
+      ui = await startTemporalUi({ binary: uiBinary, address: server.address, secrets, log: options.log });
+    }
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  const worker = secrets.cert('worker');
+  const cli = secrets.cert('cli');
+  return {
+    address: server.address,
+    namespace: server.namespace,
+    uiUrl: ui?.url,
+    env: {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: worker.cert,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: worker.key,
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: secrets.caPath,
+      TEMPORAL_TLS_SERVER_NAME: TEMPORAL_TLS_SERVER_NAME,
+      TEMPORAL_TLS_CERT: cli.cert,
+      TEMPORAL_TLS_KEY: cli.key,
+      TEMPORAL_TLS_CA: secrets.caPath,
+      ...(ui ? { TEMPORAL_UI_URL: ui.url } : {}),
+    },
+    restart: server.restart,
+    stop: async () => {
+      await ui?.stop();
+      await server.stop();
+    },
+  };
+}
