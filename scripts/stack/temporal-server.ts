@@ -131,9 +131,19 @@ export async function findOrBuildTemporalServer(log: Log = () => {}): Promise<Te
   if (!fs.existsSync(moduleSchema)) {
     throw new Error(`the Temporal server built, but its module has no schema at ${moduleSchema}`);
   }
+  // Copied aside and renamed into place, so a second stack starting meanwhile never sees half a schema.
+  const staging = `${binaries.schemaDir}.${process.pid}`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  copyWritable(moduleSchema, staging);
+  fs.writeFileSync(path.join(staging, '.complete'), `${new Date().toISOString()}\n`);
   fs.rmSync(binaries.schemaDir, { recursive: true, force: true });
-  copyWritable(moduleSchema, binaries.schemaDir);
-  fs.writeFileSync(done, `${new Date().toISOString()}\n`);
+  try {
+    fs.renameSync(staging, binaries.schemaDir);
+  } catch (err) {
+    // Another process put its copy there first.
+    fs.rmSync(staging, { recursive: true, force: true });
+    if (!fs.existsSync(done)) throw err;
+  }
   return binaries;
 }
 

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config';
 import { UnavailableError } from '../../src/run-main';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
+import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
 import { startProductionTemporal, type ProductionTemporal } from '../../scripts/stack/temporal-server';
 import { eventually } from '../support/wait';
 import { startPostgresProcess, type PostgresProcess } from './support/postgres';
@@ -31,6 +32,7 @@ let worker: Worker;
 let workerRun: Promise<void>;
 let connection: Connection;
 let client: Client;
+let cliPath: string;
 
 /** The stack's variables with the client certificates of `name` instead of the worker's. */
 function envAs(name: 'client' | 'worker', change: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -45,7 +47,7 @@ function envAs(name: 'client' | 'worker', change: Record<string, string> = {}): 
 
 /** The `temporal` CLI with `env` only (its own config folder, so a developer's temporal.toml is not read). */
 function cli(env: NodeJS.ProcessEnv, ...args: string[]) {
-  return spawnSync(temporal.env.TEMPORAL_CLI_PATH ?? 'temporal', args, {
+  return spawnSync(cliPath, args, {
     env: { PATH: process.env.PATH, HOME: secrets.dir, ...env },
     encoding: 'utf8',
     timeout: 30_000,
@@ -55,6 +57,7 @@ function cli(env: NodeJS.ProcessEnv, ...args: string[]) {
 beforeAll(async () => {
   // The worker's state changes are not this file's subject.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
+  cliPath = findOrBuildTemporalCli() ?? 'temporal';
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
   postgres = await startPostgresProcess();
   // The first run on a machine builds the server, the SQL tool and the UI server with Go (minutes).
