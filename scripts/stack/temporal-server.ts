@@ -59,7 +59,9 @@ function goEnv(name: string): string {
 }
 
 /** `go install pkg` into `gobin`, printing a line every 30 s so a first run does not look hung. */
-async function goInstall(pkg: string, gobin: string, log: Log): Promise<number> {
+async function goInstall(pkg: string, gobin: string, log: Log): Promise<void> {
+  // Says "install Go" rather than "spawn go ENOENT" on a machine without it.
+  goEnv('GOVERSION');
   const started = Date.now();
   log(`building ${pkg} with go install (first run only; minutes on a small machine)`);
   const child = spawn('go', ['install', pkg], {
@@ -87,9 +89,7 @@ async function goInstall(pkg: string, gobin: string, log: Log): Promise<number> 
   } finally {
     clearInterval(ticker);
   }
-  const ms = Date.now() - started;
-  log(`built ${pkg} in ${(ms / 1000).toFixed(0)} s`);
-  return ms;
+  log(`built ${pkg} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
 const isFile = (file: string) => fs.existsSync(file) && fs.statSync(file).isFile();
