@@ -21,14 +21,14 @@ import {
   unpauseSchedule,
 } from './operations/schedule';
 import { backfillSchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from './operations/schedule-runs';
-import { temporalConnectionOptions } from './temporal/connection';
+import { connectTemporal, temporalConnectionOptions } from './temporal/connection';
 import { manualCycleMetadata } from './temporal/ui-metadata';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';
 import type { CycleWorkflow } from './workflows';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
 async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
-  const connection = await Connection.connect(temporalConnectionOptions(config));
+  const connection = await connectTemporal(temporalConnectionOptions(config), (options) => Connection.connect(options));
   try {
     return await fn(new Client({ connection, namespace: config.temporal.namespace }));
   } finally {

