@@ -16,11 +16,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { startStack } from './index';
 
-const STATE_DIR = path.join(
-  process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
-  'expiry-reminder',
-  'stack',
-);
+/** Pid file and logs of background stacks; STACK_STATE_DIR moves them (a test, beside a developer's stack). */
+const STATE_DIR =
+  process.env.STACK_STATE_DIR ||
+  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'stack');
 /** The newest background stack, for `stop` when STACK_PID is not in the environment. */
 const PID_FILE = path.join(STATE_DIR, 'stack.pid');
 const READY = 'STACK_READY ';
@@ -36,7 +35,19 @@ const STACK_VARIABLES = [
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_CLI_PATH',
   'TEMPORAL_UI_URL',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_TLS_CERT',
+  'TEMPORAL_TLS_KEY',
+  'TEMPORAL_TLS_CA',
   'KAFKA_BROKERS',
+  'KAFKA_SSL',
+  'KAFKA_SSL_CA_PATH',
+  'KAFKA_SASL_MECHANISM',
+  'KAFKA_SASL_USERNAME',
+  'KAFKA_SASL_PASSWORD',
 ];
 
 const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import { waitFor } from '../support/wait';
+import { processAlive, waitFor } from '../support/wait';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -37,14 +37,7 @@ function stackCli(...args: string[]) {
   });
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 test('in the background it prints only export lines, the exported server answers, and stop ends it', async () => {
   const started = await stackCli();

@@ -20,3 +20,13 @@ export async function eventually<T>(fn: () => Promise<T | undefined>, what: stri
 
 /** Waits `ms`: for the tests that must let time pass (a lock held, a timer due), not for a condition. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Whether a process of that pid exists (signal 0 checks without signalling). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
