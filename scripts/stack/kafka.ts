@@ -90,12 +90,13 @@ export function ensureKafkaJars(log: (line: string) => void = () => {}): Promise
 }
 
 /**
- * The Kafka command-line tools the production profile runs (`kafka-acls`, `kafka-console-consumer`), as
+ * The Kafka command-line tools the production profile runs (`kafka-acls`, `kafka-console-consumer`, and
+ * `kafka-broker-api-versions`, compose's health check of the broker), as
  * an executable launcher; their jars (`ops/kafka/tools-pom.xml`) are resolved on first use like the
  * broker's. Kafka's own tools, so that compose (whose image has them on PATH) runs the same commands.
  */
 export async function kafkaTool(
-  tool: 'kafka-acls' | 'kafka-console-consumer',
+  tool: 'kafka-acls' | 'kafka-console-consumer' | 'kafka-broker-api-versions',
   log: (line: string) => void = () => {},
 ): Promise<string> {
   const libs = await ensureMavenJars({
@@ -110,6 +111,7 @@ export async function kafkaTool(
   const main = {
     'kafka-acls': 'org.apache.kafka.tools.AclCommand',
     'kafka-console-consumer': 'org.apache.kafka.tools.consumer.ConsoleConsumer',
+    'kafka-broker-api-versions': 'org.apache.kafka.tools.BrokerApiVersionsCommand',
   }[tool];
   const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
   const script =

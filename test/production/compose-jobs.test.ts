@@ -10,46 +10,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { parse } from 'yaml';
 import { productionFile } from '../../scripts/stack/production-files';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
 import { findOrBuildTemporalServer, TEMPORAL_DB_ROLE } from '../../scripts/stack/temporal-server';
+import { composeEnv, composeScript } from './support/compose';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
 
 jest.setTimeout(300_000);
-
-const COMPOSE_FILE = path.resolve(__dirname, '../../docker-compose.yml');
-
-interface ComposeService {
-  entrypoint?: string[];
-  environment?: Record<string, string | number>;
-}
-
-/** One service of docker-compose.yml, with its YAML merge keys resolved. */
-function composeService(name: string): ComposeService {
-  const compose = parse(fs.readFileSync(COMPOSE_FILE, 'utf8'), { merge: true }) as {
-    services: Record<string, ComposeService>;
-  };
-  const service = compose.services[name];
-  if (!service) throw new Error(`docker-compose.yml has no service ${name}`);
-  return service;
-}
-
-/** The shell script a one-shot service runs (`entrypoint: [sh|bash, -c, <script>]`), with compose's `$$` as `$`. */
-function composeScript(name: string): string {
-  const entrypoint = composeService(name).entrypoint;
-  if (!entrypoint || entrypoint[1] !== '-c') throw new Error(`${name}: expected entrypoint [sh|bash, -c, script]`);
-  return entrypoint[2].replaceAll('$$', '$');
-}
-
-/** A service's environment, without the variables compose interpolates (those the test gives itself). */
-function composeEnv(name: string): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(composeService(name).environment ?? {})
-      .filter(([, value]) => !String(value).includes('${'))
-      .map(([variable, value]) => [variable, String(value)]),
-  );
-}
 
 let secrets: StackSecrets;
 let server: ProductionPostgres;
