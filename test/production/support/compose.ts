@@ -40,9 +40,14 @@ export function composeEnv(name: string): Record<string, string> {
   );
 }
 
-/** The command of a service's `CMD-SHELL` health check. */
+/** A service's health check as one shell command (`CMD` arguments quoted, `CMD-SHELL` as written). */
 export function composeHealthCommand(name: string): string {
   const test = composeService(name).healthcheck?.test;
-  if (!Array.isArray(test) || test[0] !== 'CMD-SHELL') throw new Error(`${name}: expected a CMD-SHELL health check`);
-  return test[1];
+  if (Array.isArray(test) && test[0] === 'CMD-SHELL') return test[1];
+  if (Array.isArray(test) && test[0] === 'CMD')
+    return test
+      .slice(1)
+      .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+      .join(' ');
+  throw new Error(`${name}: expected a CMD or CMD-SHELL health check`);
 }
