@@ -19,7 +19,7 @@ import {
   findOrBuildTemporalUi,
   TEMPORAL_DB_ROLE,
 } from '../../scripts/stack/temporal-server';
-import { composeEnv, composeHealthCommand, composeScript, composeService } from './support/compose';
+import { composeEnv, composeHealthCommand, composeScript, composeService } from '../support/compose';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
 
 jest.setTimeout(300_000);

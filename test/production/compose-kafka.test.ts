@@ -16,7 +16,7 @@ import { ensureKafkaJars, kafkaTool } from '../../scripts/stack/kafka';
 import { javaBinary } from '../../scripts/stack/maven';
 import { productionFile } from '../../scripts/stack/production-files';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
-import { composeEnv, composeHealthCommand, composeScript } from './support/compose';
+import { composeEnv, composeHealthCommand, composeScript } from '../support/compose';
 
 jest.setTimeout(180_000);
 

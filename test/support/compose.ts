@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 
-const COMPOSE_FILE = path.resolve(__dirname, '../../../docker-compose.yml');
+const COMPOSE_FILE = path.resolve(__dirname, '../../docker-compose.yml');
 
 export interface ComposeService {
   entrypoint?: string[];
