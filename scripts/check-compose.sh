@@ -8,14 +8,21 @@
 # 3. the Dockerfile it builds         BuildKit's parser and instruction linter (github.com/moby/buildkit,
 #                                     when Go is on PATH, built once likewise): no engine is needed
 # 4. consistency with the project:
-#    - every variable given to the app's services is one src/config.ts reads
+#    - every variable given to the app's services is one src/config.ts reads, or one of the standard
+#      TEMPORAL_* connection variables that @temporalio/envconfig reads for it (src/temporal/connection.ts)
 #    - every `node dist/<x>.js` command has its src/<x>.ts
 #    - Prometheus scrape targets (ops/prometheus/prometheus.yml) are compose services, on the
 #      METRICS_PORT those services are given; Grafana's datasource points at the prometheus service
 #    - bind-mounted files exist
+#    - the production profile's configuration files (PRODUCTION_CONFIG_FILES of
+#      scripts/stack/production-files.ts, the list the stack itself takes its paths from) are each
+#      bind-mounted, and each service that mounts one names its path (or folder) in its command or
+#      environment; no other file of ops/{tls,postgres,temporal,temporal-ui,kafka} is mounted, and no
+#      service mounts another file in place of one of them (at its container path, or by its file name)
 #    - long-running services have a health check, one-shot jobs do not restart
-#    - the Temporal dev server registers exactly the search attributes of src/domain/search-attributes.ts
-#    - the Kafka image is the release of ops/kafka/pom.xml
+#    - the namespace the app services use is the one temporal-namespace registers
+#    - the Kafka image is the release of ops/kafka/pom.xml, and kafka-acls grants the topic of
+#      src/domain/names.ts
 # docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
 # package is installed (it also brings python3-yaml, which step 4 uses).
 set -euo pipefail
@@ -41,15 +48,18 @@ if ! command -v docker-compose >/dev/null 2>&1; then
   fi
 fi
 
-# Interpolation must not depend on whoever runs this: the file's own defaults only.
-unset_vars=(EXPIRY_REMINDER_IMAGE LOG_LEVEL POSTGRES_PASSWORD WORKER_DB_PASSWORD RELAY_DB_PASSWORD
-  GRAFANA_ADMIN_PASSWORD DATABASE_POOL_SIZE DATABASE_STATEMENT_TIMEOUT DATABASE_IDLE_IN_TRANSACTION_TIMEOUT
+# Interpolation must not depend on whoever runs this: the file's own defaults only, and placeholders for
+# the passwords it requires (it has no defaults for them).
+required_vars=(POSTGRES_PASSWORD WORKER_DB_PASSWORD RELAY_DB_PASSWORD TEMPORAL_DB_PASSWORD BROKER_SCRAM_PASSWORD
+  BROKER_ADMIN_PASSWORD RELAY_SCRAM_PASSWORD)
+unset_vars=(EXPIRY_REMINDER_IMAGE LOG_LEVEL TEMPORAL_LOG_LEVEL GRAFANA_ADMIN_PASSWORD DATABASE_POOL_SIZE DATABASE_STATEMENT_TIMEOUT DATABASE_IDLE_IN_TRANSACTION_TIMEOUT
   DATABASE_TCP_KEEPALIVE_IDLE REMINDER_THRESHOLDS_DAYS REMINDER_BATCH_SIZE
   REMINDER_RETENTION_DAYS REMINDER_MAX_RUN_DURATION REMINDER_POLLING_INTERVAL REMINDER_POLLING_OFFSET
   REMINDER_OWNER_CONCURRENCY REMINDER_OWNER_GROUP_SIZE REMINDER_SCAN_SLICES REMINDER_MAX_HISTORY_EVENTS
   OTEL_EXPORTER_OTLP_ENDPOINT)
 clean_env=(env)
 for v in "${unset_vars[@]}"; do clean_env+=(-u "$v"); done
+for v in "${required_vars[@]}"; do clean_env+=("$v=check-compose-placeholder"); done
 
 echo "== $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /')"
 
@@ -80,7 +90,8 @@ go_tool() {
 echo "== compose-go $compose_go_version (the loader of Docker Compose v2)"
 if command -v go >/dev/null 2>&1; then
   tool="$(go_tool "compose-go-$compose_go_version" "github.com/compose-spec/compose-go/v2@$compose_go_version" "$(cat <<'GO'
-// Loads a Compose file the way Docker Compose v2 does (interpolation, merge keys, JSON Schema).
+// Loads a Compose file the way Docker Compose v2 does (interpolation from the environment, merge keys,
+// JSON Schema).
 package main
 
 import (
@@ -92,7 +103,7 @@ import (
 )
 
 func main() {
-	opts, err := cli.NewProjectOptions([]string{os.Args[1]}, cli.WithName("expiry-reminder"), cli.WithWorkingDirectory("."))
+	opts, err := cli.NewProjectOptions([]string{os.Args[1]}, cli.WithName("expiry-reminder"), cli.WithWorkingDirectory("."), cli.WithOsEnv)
 	if err == nil {
 		var project interface{ ServiceNames() []string }
 		project, err = opts.LoadProject(context.Background())
@@ -185,6 +196,13 @@ block = re.search(r"^const schema = z\.object\(\{\n(.*?)^\}\);", config_src, re.
 if not block:
     sys.exit("  cannot find `const schema = z.object({` in src/config.ts")
 known_vars = set(re.findall(r"^  ([A-Z][A-Z0-9_]*):", block.group(1), re.M))
+# The Temporal connection (address, TLS files, server name) is read by @temporalio/envconfig through
+# loadTemporalProfile (src/temporal/connection.ts): its variables, from the installed package.
+envconfig_js = "node_modules/@temporalio/envconfig/lib/envconfig-toml.js"
+if not os.path.isfile(envconfig_js):
+    sys.exit(f"  {envconfig_js} is missing: run npm ci first")
+envconfig_vars = set(re.findall(r"['\"](TEMPORAL_[A-Z_]*[A-Z])['\"]", open(envconfig_js).read()))
+known_vars |= envconfig_vars
 
 def env_of(svc):
     env = svc.get("environment") or {}
@@ -202,7 +220,7 @@ for name, svc in sorted(app_services.items()):
         m = re.fullmatch(r"dist/(.+)\.js", arg)
         if m and not os.path.isfile(f"src/{m.group(1)}.ts"):
             problems.append(f"{name}: runs {arg}, but src/{m.group(1)}.ts does not exist")
-notes.append(f"{len(app_services)} app services use only the {len(known_vars)} variables of src/config.ts")
+notes.append(f"{len(app_services)} app services use only variables of src/config.ts and @temporalio/envconfig")
 
 # Prometheus targets → services and their METRICS_PORT.
 prom = yaml.safe_load(open("ops/prometheus/prometheus.yml"))
@@ -252,28 +270,66 @@ for name, svc in services.items():
         if condition == "service_healthy" and (not dep_hc or dep_hc.get("disable") or dep_hc.get("test") in (["NONE"], "NONE")):
             problems.append(f"{name}: waits for {dep} to be healthy, but {dep} has no health check")
 
-# Search attributes of the dev server = the cycle's.
-sa_src = open("src/domain/search-attributes.ts").read()
-cycle_keys = re.search(r"CYCLE_SEARCH_ATTRIBUTES = \[([^\]]*)\]", sa_src).group(1).replace(" ", "").split(",")
-wanted = {}
-for const in filter(None, cycle_keys):
-    m = re.search(rf"export const {const} = defineSearchAttributeKey\('(\w+)', SearchAttributeType\.(\w+)\)", sa_src)
-    if not m:
-        problems.append(f"cannot read search attribute {const} in src/domain/search-attributes.ts")
-        continue
-    wanted[m.group(1)] = m.group(2).lower()
-cmd = services["temporal"].get("command") or []
-if isinstance(cmd, str):
-    cmd = cmd.split()
-given = {}
-for i, arg in enumerate(cmd):
-    value = arg.split("=", 1)[1] if arg.startswith("--search-attribute=") else (cmd[i + 1] if arg == "--search-attribute" else None)
-    if value:
-        key, _, typ = value.partition("=")
-        given[key] = typ.lower()
-if given != wanted:
-    problems.append(f"temporal: --search-attribute {given} differ from src/domain/search-attributes.ts {wanted}")
-notes.append(f"Temporal registers {', '.join(sorted(given))}")
+# The production profile's configuration files, mounted exactly (scripts/stack/production-files.ts).
+files_src = open("scripts/stack/production-files.ts").read()
+listing = re.search(r"export const PRODUCTION_CONFIG_FILES = \{(.*?)\} as const;", files_src, re.S)
+if not listing:
+    sys.exit("  cannot find `export const PRODUCTION_CONFIG_FILES = {` in scripts/stack/production-files.ts")
+production_files = re.findall(r"^\s+\w+: '(ops/[^']+)',$", listing.group(1), re.M)
+shared_dirs = sorted({os.path.dirname(f) for f in production_files})
+def text_of(svc):
+    parts = []
+    for key in ("entrypoint", "command"):
+        value = svc.get(key) or []
+        parts += [value] if isinstance(value, str) else value
+    parts += [str(v) for v in env_of(svc).values() if v is not None]
+    test = (svc.get("healthcheck") or {}).get("test") or []
+    parts += [test] if isinstance(test, str) else test
+    return "\n".join(parts)
+mounted = {f: [] for f in production_files}
+targets = {}  # container path -> production file mounted there
+for name, svc in services.items():
+    for vol in svc.get("volumes") or []:
+        if isinstance(vol, dict):
+            source, target, kind = vol.get("source", ""), vol.get("target", ""), vol.get("type")
+        else:
+            source, target = vol.split(":")[:2]
+            kind = "bind" if source.startswith(("/", ".")) else "volume"
+        if kind != "bind":
+            continue
+        rel = os.path.relpath(os.path.abspath(source))
+        if rel in mounted:
+            mounted[rel].append((name, target))
+            if targets.setdefault(target, rel) != rel:
+                problems.append(f"{name}: mounts {rel} at {target}, where another service mounts {targets[target]}")
+            # Found by its folder: the Temporal server and UI load <--config dir>/config.yaml, and acls.sh
+            # reads admin-client.properties next to itself. Every other file is named by its path.
+            by_folder = os.path.basename(rel) in ("config.yaml", "admin-client.properties")
+            if target not in text_of(svc) and not (by_folder and os.path.dirname(target) in text_of(svc)):
+                problems.append(f"{name}: mounts {rel} at {target} but does not name it in its command, environment or health check")
+        elif os.path.dirname(rel) in shared_dirs:
+            problems.append(f"{name}: mounts {rel}, which is not among the production profile's files (scripts/stack/production-files.ts)")
+for name, svc in services.items():
+    for vol in svc.get("volumes") or []:
+        source, target = (vol.get("source", ""), vol.get("target", "")) if isinstance(vol, dict) else vol.split(":")[:2]
+        rel = os.path.relpath(os.path.abspath(source)) if source.startswith(("/", ".")) else source
+        if rel in mounted:
+            continue
+        for f, where in mounted.items():
+            if target in {t for _, t in where} or os.path.basename(target) == os.path.basename(f):
+                problems.append(f"{name}: mounts {rel} at {target}, in place of {f}")
+for f, where in mounted.items():
+    if not where:
+        problems.append(f"{f}: a production profile file that no service mounts")
+notes.append(f"the {len(production_files)} production profile files mounted: " + ", ".join(
+    f"{f} ({', '.join(sorted({n for n, _ in where}))})" for f, where in mounted.items()))
+
+# The namespace the app services use exists: temporal-namespace registers it.
+ns_job = text_of(services.get("temporal-namespace", {}))
+for name, svc in sorted(app_services.items()):
+    ns = env_of(svc).get("TEMPORAL_NAMESPACE")
+    if ns and f"namespace create --namespace {ns} " not in ns_job:
+        problems.append(f"{name}: TEMPORAL_NAMESPACE={ns}, which temporal-namespace does not register")
 
 # Kafka release = the local stack's.
 pom = re.search(r"<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>", open("ops/kafka/pom.xml").read()).group(1)
@@ -281,6 +337,9 @@ image = services["kafka"]["image"]
 if image.rpartition(":")[2] != pom:
     problems.append(f"kafka: image {image}, but ops/kafka/pom.xml pins Kafka {pom}")
 notes.append(f"Kafka {pom} in both")
+topic = re.search(r"export const TOPIC = '([^']+)'", open("src/domain/names.ts").read()).group(1)
+if topic not in text_of(services["kafka-acls"]):
+    problems.append(f"kafka-acls: does not grant the topic {topic} of src/domain/names.ts")
 
 if problems:
     for p in problems:

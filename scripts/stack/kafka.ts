@@ -18,6 +18,7 @@ import { TOPIC } from '../../src/domain/names';
 import { freePort } from '../../src/observability/ports';
 import { cacheDir, writeExecutableScript } from './cache';
 import { checkJava as checkJavaFor, ensureMavenJars, javaBinary, pomProperty, run, tail } from './maven';
+import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
@@ -25,10 +26,10 @@ const POM = path.join(OPS_DIR, 'pom.xml');
 const TOOLS_POM = path.join(OPS_DIR, 'tools-pom.xml');
 const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
 /** The production profile's broker configuration, shared with docker-compose.yml. */
-export const PRODUCTION_PROPERTIES = path.join(OPS_DIR, 'production.properties');
+export const PRODUCTION_PROPERTIES = productionFile('kafkaProperties');
 /** Client settings of the broker's own tools as the admin (ACL set-up, the console consumer). */
-export const ADMIN_CLIENT_PROPERTIES = path.join(OPS_DIR, 'admin-client.properties');
-const ACLS_SCRIPT = path.join(OPS_DIR, 'acls.sh');
+export const ADMIN_CLIENT_PROPERTIES = productionFile('kafkaAdminClient');
+const ACLS_SCRIPT = productionFile('kafkaAcls');
 
 /**
  * The SCRAM users of the production profile. `broker` and `admin` are super users, named in
@@ -89,12 +90,13 @@ export function ensureKafkaJars(log: (line: string) => void = () => {}): Promise
 }
 
 /**
- * The Kafka command-line tools the production profile runs (`kafka-acls`, `kafka-console-consumer`), as
+ * The Kafka command-line tools the production profile runs (`kafka-acls`, `kafka-console-consumer`, and
+ * `kafka-broker-api-versions`, compose's health check of the broker), as
  * an executable launcher; their jars (`ops/kafka/tools-pom.xml`) are resolved on first use like the
  * broker's. Kafka's own tools, so that compose (whose image has them on PATH) runs the same commands.
  */
 export async function kafkaTool(
-  tool: 'kafka-acls' | 'kafka-console-consumer',
+  tool: 'kafka-acls' | 'kafka-console-consumer' | 'kafka-broker-api-versions',
   log: (line: string) => void = () => {},
 ): Promise<string> {
   const libs = await ensureMavenJars({
@@ -109,6 +111,7 @@ export async function kafkaTool(
   const main = {
     'kafka-acls': 'org.apache.kafka.tools.AclCommand',
     'kafka-console-consumer': 'org.apache.kafka.tools.consumer.ConsoleConsumer',
+    'kafka-broker-api-versions': 'org.apache.kafka.tools.BrokerApiVersionsCommand',
   }[tool];
   const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
   const script =

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../src/observability/ports';
+import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 
 export interface PostgresServer {
@@ -54,9 +55,6 @@ export interface PostgresOptions {
    */
   secrets?: StackSecrets;
 }
-
-/** The configuration files the production profile and docker-compose.yml share. */
-const OPS_POSTGRES = path.resolve(__dirname, '../../ops/postgres');
 
 /**
  * `url` with TLS that checks the server's certificate against `caPath` and its name against the host
@@ -171,8 +169,8 @@ function productionFlags(confDir: string): string[] {
 function installProductionFiles(confDir: string, secrets: StackSecrets, owner: { uid: number; gid: number }): void {
   const { cert, key } = secrets.cert('postgres');
   const files: [from: string, to: string][] = [
-    [path.join(OPS_POSTGRES, 'postgresql.conf'), 'postgresql.conf'],
-    [path.join(OPS_POSTGRES, 'pg_hba.conf'), 'pg_hba.conf'],
+    [productionFile('postgresConf'), 'postgresql.conf'],
+    [productionFile('postgresHba'), 'pg_hba.conf'],
     [cert, 'server.pem'],
     [key, 'server-key.pem'],
     [secrets.caPath, 'ca.pem'],

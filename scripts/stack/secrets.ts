@@ -7,8 +7,9 @@ import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { productionFile } from './production-files';
 
-const MAKE_CERTS = path.resolve(__dirname, '../../ops/tls/make-certs.sh');
+const MAKE_CERTS = productionFile('makeCerts');
 
 /** File paths of one certificate and its key (PEM). */
 export interface CertPair {

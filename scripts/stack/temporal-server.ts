@@ -14,6 +14,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { ensureSearchAttributes } from '../../src/operations/schedule';
 import { cacheDir } from './cache';
+import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 
 /** The server version the CLI v1.5.1 dev server embeds; its go.mod has no `replace`, so `go install` builds it. */
@@ -23,11 +24,10 @@ export const TEMPORAL_UI_VERSION = 'v2.54.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
 
-const OPS = path.resolve(__dirname, '../../ops');
 /** Passed as `--config` with `--env config`: the server and the UI load `<dir>/config.yaml`. */
-export const TEMPORAL_CONFIG_DIR = path.join(OPS, 'temporal');
-export const TEMPORAL_UI_CONFIG_DIR = path.join(OPS, 'temporal-ui');
-const DYNAMIC_CONFIG_FILE = path.join(TEMPORAL_CONFIG_DIR, 'dynamicconfig.yaml');
+export const TEMPORAL_CONFIG_DIR = path.dirname(productionFile('temporalConfig'));
+export const TEMPORAL_UI_CONFIG_DIR = path.dirname(productionFile('temporalUiConfig'));
+const DYNAMIC_CONFIG_FILE = productionFile('temporalDynamicConfig');
 
 /** The databases of the server's two stores and the folder of their schema under `schema/postgresql/v12`. */
 const STORES = [

@@ -4,6 +4,7 @@
  * list and a client that does not trust the stack's CA are each refused, with an error that says what to set.
  */
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -240,6 +241,36 @@ describe("the job's own entry points on the production PostgreSQL", () => {
     });
     expect(preview).toMatchObject({ code: 0 });
     expect(JSON.parse(preview.stdout)).toMatchObject({ ownerCount: 2, documentCount: 2 });
+  });
+
+  it('migrate sets the roles’ passwords of EXPIRY_REMINDER_WORKER_PASSWORD and OUTBOX_RELAY_PASSWORD, and the roles log in over TLS with them', async () => {
+    const changed = {
+      worker: `w-${crypto.randomBytes(9).toString('hex')}`,
+      relay: `r-${crypto.randomBytes(9).toString('hex')}`,
+    };
+    const migrate = (passwords: { worker: string; relay: string }) =>
+      runEntryPoint(['src/migrate.ts'], {
+        MIGRATION_DATABASE_URL: db.ownerUrl,
+        EXPIRY_REMINDER_WORKER_PASSWORD: passwords.worker,
+        OUTBOX_RELAY_PASSWORD: passwords.relay,
+      });
+    try {
+      expect(await migrate(changed)).toMatchObject({ code: 0 });
+      for (const [url, password] of [
+        [db.workerUrl, changed.worker],
+        [db.relayUrl, changed.relay],
+      ] as const) {
+        const row = await onePool<{ ssl: boolean }>(
+          databaseUrl(url, { password }),
+          'select ssl from pg_stat_ssl where pid = pg_backend_pid()',
+        );
+        expect(row).toEqual({ ssl: true });
+        await expect(onePool(url, 'select 1')).rejects.toThrow(/password authentication failed/);
+      }
+    } finally {
+      // The roles are the server's: the other tests log in with the stack's passwords.
+      expect(await migrate(secrets.passwords)).toMatchObject({ code: 0 });
+    }
   });
 
   it.each([

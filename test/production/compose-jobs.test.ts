@@ -1,0 +1,276 @@
+/**
+ * docker-compose.yml's certificates job and its Temporal services, as the file holds them, run against the
+ * production profile's PostgreSQL (ops/postgres, TLS and SCRAM only): the certificates, the Temporal role
+ * and schema, the server from its start script, the namespace job and the Web UI. No Docker engine runs
+ * here, so compose never runs as a whole; the binaries the stack builds stand in for the images', and this
+ * machine's host names, ports and paths for the containers'.
+ */
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { productionFile } from '../../scripts/stack/production-files';
+import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
+import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
+import {
+  findOrBuildTemporalServer,
+  findOrBuildTemporalUi,
+  TEMPORAL_DB_ROLE,
+} from '../../scripts/stack/temporal-server';
+import { composeEnv, composeHealthCommand, composeScript, composeService } from '../support/compose';
+import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
+
+jest.setTimeout(300_000);
+
+let secrets: StackSecrets;
+let server: ProductionPostgres;
+let port: string;
+let toolDir: string;
+let uiBinary: string;
+const services: ChildProcess[] = [];
+const sh = promisify(execFile);
+
+/** Starts a long-running service's script, its output into `<name>.log` of the stack folder. */
+function startService(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const out = fs.openSync(path.join(secrets.dir, `${name}.log`), 'a');
+  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', out, out] });
+  fs.closeSync(out);
+  services.push(child);
+  return child;
+}
+
+async function stopService(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `child` exited. */
+async function until(command: string, env: NodeJS.ProcessEnv, child: ChildProcess, name: string, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (child.exitCode !== null) {
+      const log = fs.readFileSync(path.join(secrets.dir, `${name}.log`), 'utf8');
+      throw new Error(`${name} exited (${child.exitCode}): ${log.slice(-2000)}`);
+    }
+    try {
+      return await sh('sh', ['-c', command], { env });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+/** `script` with the containers' host name and CA path replaced by this machine's. */
+function onThisMachine(script: string): string {
+  return script
+    .replaceAll('host=postgres ', `host=localhost port=${port} `)
+    .replaceAll('/certs/ca.pem', secrets.caPath);
+}
+
+async function loginAsTemporal(password: string, database = 'postgres'): Promise<{ ssl: boolean }> {
+  const client = new pg.Client({
+    connectionString: `postgres://${TEMPORAL_DB_ROLE}:${encodeURIComponent(password)}@localhost:${port}/${database}?sslmode=verify-full&sslrootcert=${encodeURIComponent(secrets.caPath)}`,
+  });
+  await client.connect();
+  try {
+    return (await client.query<{ ssl: boolean }>('select ssl from pg_stat_ssl where pid = pg_backend_pid()')).rows[0];
+  } finally {
+    await client.end();
+  }
+}
+
+function runTemporalDbRole(password: string): string {
+  return execFileSync('bash', ['-c', onThisMachine(composeScript('temporal-db-role'))], {
+    env: { PATH: process.env.PATH, PGPASSWORD: secrets.passwords.postgresAdmin, TEMPORAL_DB_PASSWORD: password },
+    encoding: 'utf8',
+  });
+}
+
+beforeAll(async () => {
+  secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
+  server = await startProductionPostgres(secrets);
+  port = new URL(server.adminUrl).port;
+  // The compose jobs call the server's binaries by the names its images give them.
+  const binaries = await findOrBuildTemporalServer();
+  toolDir = path.join(secrets.dir, 'bin');
+  fs.mkdirSync(toolDir);
+  fs.symlinkSync(binaries.sql, path.join(toolDir, 'temporal-sql-tool'));
+  fs.symlinkSync(binaries.server, path.join(toolDir, 'temporal-server'));
+  fs.symlinkSync(findOrBuildTemporalCli() ?? 'temporal', path.join(toolDir, 'temporal'));
+  uiBinary = await findOrBuildTemporalUi();
+}, 900_000);
+
+afterAll(async () => {
+  for (const child of services.reverse()) await stopService(child);
+  await server?.stop();
+  if (secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
+});
+
+test('temporal-db-role creates the Temporal role with TEMPORAL_DB_PASSWORD, which then logs in over TLS; run again, it changes the password', async () => {
+  expect(runTemporalDbRole('first-password')).toContain('CREATE ROLE');
+  expect(await loginAsTemporal('first-password')).toEqual({ ssl: true });
+  expect(runTemporalDbRole(secrets.passwords.temporal)).toContain('ALTER ROLE');
+  expect(await loginAsTemporal(secrets.passwords.temporal)).toEqual({ ssl: true });
+  await expect(loginAsTemporal('first-password')).rejects.toThrow(/password authentication failed/);
+});
+
+test('temporal-schema creates both Temporal stores with their schema over TLS, and changes nothing when run again', async () => {
+  const env = {
+    ...composeEnv('temporal-schema'),
+    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
+    SQL_HOST: 'localhost',
+    SQL_PORT: port,
+    SQL_PASSWORD: secrets.passwords.temporal,
+    SQL_TLS_CA_FILE: secrets.caPath,
+  };
+  expect(env).toMatchObject({ SQL_USER: TEMPORAL_DB_ROLE, SQL_TLS: 'true', SQL_PLUGIN: 'postgres12' });
+  const versions = async () => {
+    const found: Record<string, string> = {};
+    for (const database of ['temporal', 'temporal_visibility']) {
+      const client = new pg.Client({ connectionString: server.adminUrl.replace(/\/postgres\?/, `/${database}?`) });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ v: string }>('select curr_version as v from schema_version');
+        found[database] = rows.map((r) => r.v).join();
+      } finally {
+        await client.end();
+      }
+    }
+    return found;
+  };
+  const script = composeScript('temporal-schema');
+  execFileSync('sh', ['-c', script], { env, stdio: 'ignore' });
+  const first = await versions();
+  expect(first).toEqual({
+    temporal: expect.stringMatching(/^\d+\.\d+$/),
+    temporal_visibility: expect.stringMatching(/^\d+\.\d+$/),
+  });
+  execFileSync('sh', ['-c', script], { env, stdio: 'ignore' });
+  expect(await versions()).toEqual(first);
+});
+
+const asRoot = process.getuid?.() === 0 ? test : test.skip;
+asRoot(
+  'certs runs ops/tls/make-certs.sh and leaves the postgres key its server user’s, every key 0600, the CA key root’s',
+  () => {
+    const dir = path.join(secrets.dir, 'compose-certs');
+    fs.mkdirSync(dir);
+    const script = composeScript('certs')
+      .replace('/opt/expiry-reminder/make-certs.sh', productionFile('makeCerts'))
+      .replaceAll('/certs', dir);
+    execFileSync('bash', ['-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const stat = (name: string) => {
+      const s = fs.statSync(path.join(dir, name));
+      return { uid: s.uid, mode: (s.mode & 0o777).toString(8) };
+    };
+    expect(stat('postgres-key.pem')).toEqual({ uid: postgresUid, mode: '600' });
+    expect(stat('ca-key.pem')).toEqual({ uid: 0, mode: '600' });
+    for (const key of [
+      'temporal-key.pem',
+      'kafka-keystore.pem',
+      'worker-key.pem',
+      'relay-key.pem',
+      'ui-client-key.pem',
+    ]) {
+      expect([key, stat(key)]).toEqual([key, { uid: 1000, mode: '600' }]);
+    }
+    expect(stat('ca.pem')).toEqual({ uid: 1000, mode: '644' });
+    expect((fs.statSync(dir).mode & 0o777).toString(8)).toBe('755');
+  },
+);
+
+// The Temporal server, the namespace job and the UI need the stores the tests above prepared.
+test('the temporal service starts the server from its script, on 0.0.0.0 with the address of `hostname -i`, temporal-namespace registers namespace default over mTLS, and temporal-ui lists it', async () => {
+  const frontend = 7233 + 20_000 + Math.floor(Math.random() * 2_000);
+  const env: NodeJS.ProcessEnv = {
+    ...composeEnv('temporal'),
+    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
+    TEMPORAL_DB_HOST: 'localhost',
+    TEMPORAL_DB_PORT: port,
+    TEMPORAL_DB_PASSWORD: secrets.passwords.temporal,
+    TEMPORAL_DB_TLS_CA_FILE: secrets.caPath,
+    TEMPORAL_TLS_DIR: path.dirname(secrets.caPath),
+    TEMPORAL_DYNAMIC_CONFIG_FILE: productionFile('temporalDynamicConfig'),
+    // The container's ports are the file's defaults; on a shared machine, ports of this test's own.
+    TEMPORAL_FRONTEND_PORT: String(frontend),
+    TEMPORAL_FRONTEND_HTTP_PORT: String(frontend + 1),
+    TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(frontend + 2),
+    TEMPORAL_HISTORY_PORT: String(frontend + 3),
+    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(frontend + 4),
+    TEMPORAL_MATCHING_PORT: String(frontend + 5),
+    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(frontend + 6),
+    TEMPORAL_WORKER_PORT: String(frontend + 7),
+    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(frontend + 8),
+    TEMPORAL_METRICS_ADDRESS: `0.0.0.0:${frontend + 9}`,
+  };
+  expect(env).toMatchObject({
+    TEMPORAL_BIND_IP: '0.0.0.0',
+    TEMPORAL_DB_TLS: 'true',
+    TEMPORAL_DB_USER: TEMPORAL_DB_ROLE,
+  });
+  const script = composeScript('temporal').replace(
+    '--config /etc/temporal ',
+    `--config ${path.dirname(productionFile('temporalConfig'))} `,
+  );
+  const temporal = startService('temporal', script, env);
+  await until(composeHealthCommand('temporal').replace(':8000/', `:${frontend + 9}/`), env, temporal, 'temporal');
+
+  const cliEnv: NodeJS.ProcessEnv = {
+    ...composeEnv('temporal-namespace'),
+    PATH: env.PATH,
+    HOME: secrets.dir,
+    TEMPORAL_ADDRESS: `localhost:${frontend}`,
+    TEMPORAL_TLS_CERT: secrets.cert('cli').cert,
+    TEMPORAL_TLS_KEY: secrets.cert('cli').key,
+    TEMPORAL_TLS_CA: secrets.caPath,
+  };
+  expect(cliEnv).toMatchObject({ TEMPORAL_TLS_SERVER_NAME: 'temporal' });
+  await sh('sh', ['-c', composeScript('temporal-namespace')], { env: cliEnv });
+  const { stdout } = await sh(
+    'temporal',
+    ['operator', 'namespace', 'describe', '--namespace', 'default', '-o', 'json'],
+    { env: cliEnv },
+  );
+  expect(JSON.parse(stdout)).toMatchObject({
+    namespaceInfo: { name: 'default' },
+    config: { workflowExecutionRetentionTtl: '259200s' },
+  });
+  // Run again: the namespace exists, the job still exits 0.
+  await sh('sh', ['-c', composeScript('temporal-namespace')], { env: cliEnv });
+
+  const uiPort = frontend + 10;
+  const uiEnv: NodeJS.ProcessEnv = {
+    ...composeEnv('temporal-ui'),
+    PATH: process.env.PATH,
+    TEMPORAL_ADDRESS: `localhost:${frontend}`,
+    TEMPORAL_UI_PORT: String(uiPort),
+    TEMPORAL_UI_TLS_DIR: path.dirname(secrets.caPath),
+  };
+  const ui = composeService('temporal-ui').entrypoint!.map((arg) =>
+    arg === '/home/ui-server/ui-server'
+      ? uiBinary
+      : arg === '/etc/temporal-ui'
+        ? path.dirname(productionFile('temporalUiConfig'))
+        : arg,
+  );
+  const uiProcess = startService('temporal-ui', ui.map((a) => `'${a}'`).join(' '), uiEnv);
+  await until(
+    composeHealthCommand('temporal-ui').replace(':8080/', `:${uiPort}/`),
+    uiEnv,
+    uiProcess,
+    'temporal-ui',
+    60_000,
+  );
+  const namespaces = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces`)).json()) as {
+    namespaces: { namespaceInfo: { name: string } }[];
+  };
+  expect(namespaces.namespaces.map((n) => n.namespaceInfo.name)).toContain('default');
+});
