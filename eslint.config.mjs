@@ -1,6 +1,7 @@
 // Lint: typescript-eslint's recommended rules everywhere, promises that are neither awaited nor handled
 // are errors (type-aware), and workflow-safe code may import values from a short allowlist only:
 // workflow code must stay deterministic, and it may import activity *types* only.
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 const WORKFLOW_SAFE =
@@ -13,6 +14,18 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  {
+    // No module imports, even for types only, a module that leads back to it: a circle is two rooms
+    // that cannot be read, moved or tested one without the other.
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
     files: ['**/*.ts'],

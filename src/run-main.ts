@@ -5,6 +5,9 @@
  */
 import { ConfigError, redactUrl } from './config';
 import type { Logger } from './observability/logger';
+import { UnavailableError } from './unavailable';
+
+export { UnavailableError };
 
 /** Exit codes of the entry points (sysexits.h names where one fits). */
 export const EXIT_CODES = {
@@ -17,14 +20,6 @@ export const EXIT_CODES = {
   /** Invalid configuration; the message lists every bad variable (EX_CONFIG). */
   config: 78,
 } as const;
-
-/** A dependency is not ready for this process; it exits with `EXIT_CODES.unavailable` and this message only. */
-export class UnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UnavailableError';
-  }
-}
 
 /** Maps an error that ended an entry point to its exit code and the text to print. */
 export function exitFor(name: string, err: unknown): { code: number; message: string } {

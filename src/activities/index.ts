@@ -3,27 +3,18 @@
  * only: they are recorded in workflow history, which every operator can read.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type pg from 'pg';
-import type { Config } from '../config';
 import type { CycleSettings } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { addDays } from '../domain/thresholds';
 import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
-import type { Logger } from '../observability/logger';
-import type { WorkerMetrics } from '../observability/metrics';
 import { toActivityFailure } from './errors';
+import type { ActivityDeps } from './deps';
 import { createOwnerGroupActivity } from './owner-groups';
 
+export type { ActivityDeps } from './deps';
 export type { FailedOwner, RemindOwnersInput, RemindOwnersResult } from './owner-groups';
-
-export interface ActivityDeps {
-  pool: pg.Pool;
-  logger: Logger;
-  config: Pick<Config, 'cycle' | 'scanSlices'>;
-  metrics?: WorkerMetrics;
-}
 
 export interface CandidatePage {
   /** Distinct owners of the page's documents, in scan order. */

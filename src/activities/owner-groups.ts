@@ -11,7 +11,7 @@ import { withTransaction } from '../db/pool';
 import { claimOwners, selectQueuedBy, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 export interface RemindOwnersInput extends CandidateWindow {
   /** The owners of this unit of work, at most a few hundred. */

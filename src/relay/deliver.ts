@@ -10,7 +10,8 @@
  */
 import type { OutboxMessage } from '../db/outbox';
 import { TOPIC } from '../domain/names';
-import type { PartitionGroup } from './partitions';
+import type { LeaderGroup, PartitionGroup } from './partitions';
+import { topicRefusal, TopicRefusedError } from './refusals';
 
 /**
  * Kafka's refusals of a request for what is in it: the same rows can never succeed, however often they are
@@ -26,40 +27,6 @@ export function contentRefusal(err: unknown): Error | undefined {
     e = e.cause as typeof e;
   }
   return undefined;
-}
-
-/**
- * Kafka's refusal of a topic to the relay's principal (the broker's ACLs), in `err` or its causes: it
- * refuses every row that names the topic, so it is a verdict on those rows, not on the batch.
- */
-export function topicRefusal(err: unknown): Error | undefined {
-  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (e instanceof TopicRefusedError) return e;
-    if (e.type === 'TOPIC_AUTHORIZATION_FAILED') return e as unknown as Error;
-    e = e.cause as typeof e;
-  }
-  return undefined;
-}
-
-/**
- * Kafka refused the relay's principal a topic, named here because Kafka's error does not name it. For a
- * row naming another topic than the job's, the row's fault (it is parked like any refused row); for the
- * job's own topic, the ACLs are wrong and no row is to blame.
- */
-export class TopicRefusedError extends Error {
-  constructor(
-    readonly topic: string,
-    readonly refusal: Error,
-  ) {
-    super(
-      topic === TOPIC
-        ? `Kafka refused topic ${topic} to the relay's user (${refusal.message}): ` +
-            `grant the relay's user CREATE, DESCRIBE and WRITE on it (ops/kafka/acls.sh)`
-        : `Kafka refused topic ${topic} to the relay's user (${refusal.message}): the relay writes only ` +
-            `${TOPIC}, which its ACL allows; fix the row's topic (or the ACL), then run outbox retry`,
-    );
-    this.name = 'TopicRefusedError';
-  }
 }
 
 /** The relay's own limit on a batch's Kafka work: RELAY_SEND_TIMEOUT. */
@@ -110,12 +77,6 @@ export interface Delivery {
   failed: OutboxMessage[];
   /** The first failure without a verdict; set whenever `failed` is not empty. */
   error?: Error;
-}
-
-/** Partition groups whose partitions have one leader broker: they go in one produce request. */
-export interface LeaderGroup {
-  leader: number;
-  groups: PartitionGroup[];
 }
 
 /** Sends groups that share `leader` in one produce request; resolves once Kafka acknowledged them all. */

@@ -15,7 +15,7 @@ import {
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
-import { TopicRefusedError } from './deliver';
+import { TopicRefusedError } from './refusals';
 import { PRODUCER_ABANDONED_MESSAGE, ProducerAbandonedError } from './producer';
 
 /**

@@ -6,7 +6,7 @@
 import { Partitioners, type Kafka, type PartitionMetadata } from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
-import { topicRefusal, TopicRefusedError, type LeaderGroup } from './deliver';
+import { topicRefusal, TopicRefusedError } from './refusals';
 import { TOPIC } from '../domain/names';
 import { ensureTopic } from './kafka';
 
@@ -15,6 +15,12 @@ export interface PartitionGroup {
   topic: string;
   partition: number;
   rows: OutboxMessage[];
+}
+
+/** Partition groups whose partitions have one leader broker: they go in one produce request. */
+export interface LeaderGroup {
+  leader: number;
+  groups: PartitionGroup[];
 }
 
 /** Partition counts only grow, and rarely; re-read them this often, and after every failed batch. */

@@ -8,7 +8,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import type { TLSConfig } from '@temporalio/client';
-import { UnavailableError } from '../run-main';
+import { UnavailableError } from '../unavailable';
 
 /** This job's names (documented since its first release) and the standard names they stand for. */
 export const TEMPORAL_ENV_ALIASES = {

@@ -5,18 +5,11 @@
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import { ConfigError, loadConfig } from '../../src/config';
 import type { OutboxMessage } from '../../src/db/outbox';
-import {
-  contentRefusal,
-  Deadline,
-  deliver,
-  SendTimeoutError,
-  TopicRefusedError,
-  type LeaderGroup,
-  type SendGroups,
-} from '../../src/relay/deliver';
+import { contentRefusal, Deadline, deliver, SendTimeoutError, type SendGroups } from '../../src/relay/deliver';
+import { TopicRefusedError } from '../../src/relay/refusals';
 import { TOPIC } from '../../src/domain/names';
 import { LeaderMovedError } from '../../src/relay/producer';
-import type { PartitionGroup } from '../../src/relay/partitions';
+import type { LeaderGroup, PartitionGroup } from '../../src/relay/partitions';
 
 function row(id: string, key = id): OutboxMessage {
   return {
