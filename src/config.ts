@@ -9,6 +9,8 @@ import { z } from 'zod';
 import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, type CycleDefaults } from './domain/cycle';
 import { parseThresholdList, thresholdProblems } from './domain/thresholds';
 import { TASK_QUEUE } from './domain/names';
+import type { SessionLimits } from './db/pool';
+import { redactUrl } from './observability/redact';
 import { loadTemporalProfile } from './temporal/connection';
 
 /** Validated configuration of every entry point. */
@@ -20,8 +22,8 @@ export interface Config {
   /** The relay's connection (and the outbox commands'); defaults to `databaseUrl`. */
   relayDatabaseUrl?: string;
   databasePoolSize: number;
-  /** Session limits of the worker's connections (0 turns one off); see {@link WorkerSessionLimits}. */
-  databaseSession: WorkerSessionLimits;
+  /** Session limits of the worker's connections (0 turns one off); see `SessionLimits` in db/pool.ts. */
+  databaseSession: SessionLimits;
   /** Passwords `migrate` sets on the two roles it creates, when given (local stacks; production sets them elsewhere). */
   rolePasswords: { worker?: string; relay?: string };
   temporal: {
@@ -68,18 +70,6 @@ export interface Config {
   scanSlices: number;
   /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
   workflowBundlePath?: string;
-}
-
-/**
- * Limits the worker sets on each of its PostgreSQL sessions, so that a transaction orphaned by a worker
- * whose network died (the backend still holds its owner locks) ends within a known time: PostgreSQL ends a
- * session idle in a transaction after `idleInTransactionTimeoutMs`, cancels a statement running longer than
- * `statementTimeoutMs`, and probes a silent client after `tcpKeepaliveIdleMs` (then every 10 s, 3 times).
- */
-export interface WorkerSessionLimits {
-  statementTimeoutMs: number;
-  idleInTransactionTimeoutMs: number;
-  tcpKeepaliveIdleMs: number;
 }
 
 /**
@@ -248,16 +238,6 @@ const schema = z.object({
     .refine((p) => fs.existsSync(p), 'no such file; npm run build writes dist/workflows.bundle.js')
     .optional(),
 });
-
-/**
- * Hides passwords in a connection URL, or in any text that may contain one (an error message, a
- * URL without a scheme, a `password=` query parameter), so it can be shown in messages and logs.
- */
-export function redactUrl(text: string): string {
-  return text
-    .replace(/((?:^|[\s"'(=/])[^\s:/@"'()]+):([^\s/"']*)@/g, '$1:***@')
-    .replace(/([?&]password=)[^&\s"']*/gi, '$1***');
-}
 
 function shown(name: string, value: string | undefined): string {
   if (value === undefined) return '(unset)';

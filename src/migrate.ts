@@ -1,5 +1,6 @@
 /** `npm run migrate`: applies the numbered migrations with the owner connection. */
-import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
+import { loadConfig, requireDatabaseUrl } from './config';
+import { redactUrl } from './observability/redact';
 import { runMigrations } from './db/migrate';
 import { createLogger } from './observability/logger';
 import { runMain } from './run-main';

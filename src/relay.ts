@@ -3,7 +3,8 @@
  * flight and closes the producer and the pool. Connects as the `outbox_relay` role (RELAY_DATABASE_URL, else
  * DATABASE_URL).
  */
-import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
+import { loadConfig, requireDatabaseUrl } from './config';
+import { redactUrl } from './observability/redact';
 import { outboxBacklog } from './db/outbox';
 import { createPool } from './db/pool';
 import { relaySchemaProblems } from './db/schema-check';

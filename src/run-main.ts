@@ -3,7 +3,8 @@
  * exit code that says what kind of failure it was, so a supervisor or a script can tell a bad
  * configuration (fix the environment) from a missing dependency (wait or migrate) from a crash.
  */
-import { ConfigError, redactUrl } from './config';
+import { ConfigError } from './config';
+import { redactUrl } from './observability/redact';
 import type { Logger } from './observability/logger';
 import { UnavailableError } from './unavailable';
 

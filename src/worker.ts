@@ -4,7 +4,8 @@
  */
 import type http from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { loadConfig, redactUrl, requireDatabaseUrl } from './config';
+import { loadConfig, requireDatabaseUrl } from './config';
+import { redactUrl } from './observability/redact';
 import { createPool } from './db/pool';
 import { workerSchemaProblems } from './db/schema-check';
 import { backlogRefresher } from './observability/backlog';

@@ -1,6 +1,6 @@
 /** Sorts database errors into permanent (fail now, a person must act) and transient (let Temporal retry). */
 import { ApplicationFailure } from '@temporalio/activity';
-import { redactUrl } from '../config';
+import { redactUrl } from '../observability/redact';
 
 /**
  * SQLSTATE classes that no retry fixes: data exceptions (22), integrity violations other than the

@@ -43,7 +43,13 @@ export interface PoolOptions {
   urlVariable?: string;
 }
 
-/** See `WorkerSessionLimits` in the configuration; 0 leaves a limit off. */
+/**
+ * Limits the worker sets on each of its PostgreSQL sessions, so that a transaction orphaned by a worker
+ * whose network died (the backend still holds its owner locks) ends within a known time: PostgreSQL ends a
+ * session idle in a transaction after `idleInTransactionTimeoutMs`, cancels a statement running longer than
+ * `statementTimeoutMs`, and probes a silent client after `tcpKeepaliveIdleMs` (then every 10 s, 3 times).
+ * 0 leaves a limit off.
+ */
 export interface SessionLimits {
   statementTimeoutMs: number;
   idleInTransactionTimeoutMs: number;

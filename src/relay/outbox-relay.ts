@@ -8,7 +8,7 @@ import * as otel from '@opentelemetry/api';
 import type { ISocketFactory, Kafka } from 'kafkajs';
 import pg from 'pg';
 import type { Config } from '../config';
-import { redactUrl } from '../config';
+import { redactUrl } from '../observability/redact';
 import {
   claimUnpublished,
   deletePublished,

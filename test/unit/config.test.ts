@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, redactUrl, requireDatabaseUrl, scheduledCycleTimeoutMs } from '../../src/config';
+import { ConfigError, loadConfig, requireDatabaseUrl, scheduledCycleTimeoutMs } from '../../src/config';
+import { redactUrl } from '../../src/observability/redact';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
 
 /** The ConfigError `loadConfig(env)` throws. */
