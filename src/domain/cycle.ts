@@ -128,3 +128,23 @@ export function ownerGroups(settings: Pick<CycleSettings, 'ownerConcurrency' | '
   const size = Math.max(1, Math.min(settings.ownerGroupSize, settings.ownerConcurrency));
   return { size, activities: Math.max(1, Math.floor(settings.ownerConcurrency / size)) };
 }
+
+/**
+ * How long a cycle retries owners it found busy. An owner stays locked for as long as the transaction
+ * holding it lives; one orphaned by a dead worker lives until PostgreSQL ends its idle session, so twice
+ * that timeout plus a margin covers it. Without the timeout nothing bounds it; ten minutes then.
+ */
+export function busyRetryWindowMs(idleInTransactionTimeoutMs: number): number {
+  return idleInTransactionTimeoutMs > 0 ? 2 * idleInTransactionTimeoutMs + 10_000 : 10 * 60_000;
+}
+
+/**
+ * The execution timeout of scheduled cycles: 90 % of the polling interval, and never below a minute.
+ * With overlap SKIP, a cycle that never ends (a workflow-task failure loop after a bad deploy, say)
+ * would skip every later tick; timed out before the next tick, it cannot. The margin leaves room for
+ * the next tick's start. REMINDER_MAX_RUN_DURATION must stay below it, so a healthy cycle ends itself
+ * (as `time-limit`, with its result) long before the server would end it.
+ */
+export function scheduledCycleTimeoutMs(intervalMs: number): number {
+  return Math.max(60_000, Math.round(intervalMs * 0.9));
+}

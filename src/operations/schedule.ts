@@ -10,7 +10,8 @@ import {
 } from '@temporalio/client';
 import { msOptionalToNumber } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { scheduledCycleTimeoutMs, type Config } from '../config';
+import type { Config } from '../config';
+import { scheduledCycleTimeoutMs } from '../domain/cycle';
 import type { documentExpiryReminderCycle } from '../workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../domain/names';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, requireDatabaseUrl, scheduledCycleTimeoutMs } from '../../src/config';
+import { ConfigError, loadConfig, requireDatabaseUrl } from '../../src/config';
+import { scheduledCycleTimeoutMs } from '../../src/domain/cycle';
 import { redactUrl } from '../../src/observability/redact';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
 

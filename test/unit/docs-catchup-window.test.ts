@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { scheduledCycleTimeoutMs } from '../../src/config';
+import { scheduledCycleTimeoutMs } from '../../src/domain/cycle';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
