@@ -2,14 +2,12 @@
  * `npm run client -- <command>`: the operator's commands. Output is JSON on stdout (pipe it to jq);
  * errors go to stderr with a non-zero exit code.
  */
-import crypto from 'node:crypto';
 import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
-import type { CycleInput, CycleResult } from './domain/cycle';
 import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
-import { MANUAL_WORKFLOW_ID_PREFIX, SCHEDULE_ID, WORKFLOW_TYPE } from './domain/names';
-import { listCycles, previewCycleCommand } from './operations/cycles';
+import { SCHEDULE_ID } from './domain/names';
+import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
 import { listParkedCommand, retryParkedCommand } from './operations/outbox';
 import { resultWithProgress } from './operations/progress';
 import {
@@ -22,7 +20,6 @@ import {
 } from './operations/schedule';
 import { backfillSchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from './operations/schedule-runs';
 import { connectTemporal, temporalConnectionOptions } from './temporal/connection';
-import { manualCycleMetadata } from './temporal/ui-metadata';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';
 import type { CycleWorkflow } from './workflows';
 
@@ -92,32 +89,6 @@ async function onSchedule<T>(scheduleId: string, fn: () => Promise<T>): Promise<
     }
     throw err;
   }
-}
-
-/** Starts a cycle by hand; returns its ids, or its result when `wait`. */
-export async function runCycleCommand(
-  client: Client,
-  config: Config,
-  options: { asOf?: string; wait?: boolean },
-): Promise<{ workflowId: string; runId: string; result?: CycleResult }> {
-  const today = utcDate(new Date());
-  if (options.asOf && options.asOf > today) {
-    throw new Error(
-      `--as-of ${options.asOf} is after today's UTC date (${today}): a cycle as of a later day would send reminders ` +
-        'early and prune the markers of documents still in the window; nothing was started',
-    );
-  }
-  const input: CycleInput = options.asOf ? { asOf: options.asOf } : {};
-  const day = options.asOf ?? today;
-  const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: config.temporal.taskQueue,
-    workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
-    args: [input],
-    ...manualCycleMetadata(options.asOf, config),
-  });
-  const ids = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
-  if (!options.wait) return ids;
-  return { ...ids, result: await resultWithProgress(handle) };
 }
 
 /** The command tree; exported so tests can drive it in-process. */
@@ -235,7 +206,7 @@ export function buildProgram(config: () => Config): Command {
     .option('--wait', 'wait for the cycle to end and print its result')
     .action(async (opts: { asOf?: string; wait?: boolean }) => {
       const cfg = config();
-      print(await withClient(cfg, (c) => runCycleCommand(c, cfg, opts)));
+      print(await withClient(cfg, (c) => runManualCycle(c, cfg, opts)));
     });
   cycle
     .command('preview')

@@ -1,23 +1,27 @@
 /**
  * The operator's read-only views of the job: what a cycle would send (`cycle preview`) and what recent
- * cycles did (`cycle status`).
+ * cycles did (`cycle status`); and the one that starts a cycle by hand (`cycle run`).
  */
+import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { requireDatabaseUrl, type Config } from '../config';
-import type { CycleResult } from '../domain/cycle';
+import type { CycleInput, CycleResult } from '../domain/cycle';
 import { selectCandidatePage, type CandidateWindow, type PageCursor } from '../db/candidates';
 import { createPool, withTransaction, type Queryable } from '../db/pool';
 import { selectDueDocumentsOfOwners } from '../db/preview';
 import type { WonDocument } from '../db/reminders';
-import { WORKFLOW_TYPE } from '../domain/names';
+import { MANUAL_WORKFLOW_ID_PREFIX, WORKFLOW_TYPE } from '../domain/names';
+import { utcDate } from '../domain/thresholds';
 import {
   REMINDER_AS_OF,
   REMINDER_OUTCOME,
   REMINDERS_SENT,
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
+import { manualCycleMetadata } from '../temporal/ui-metadata';
 import type { CycleWorkflow } from '../workflows';
+import { resultWithProgress } from './progress';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
 export interface PreviewOwner {
@@ -184,4 +188,30 @@ export async function listCycles(
       }),
   );
   return rows;
+}
+
+/** Starts a cycle by hand; returns its ids, or its result when `wait`. */
+export async function runManualCycle(
+  client: Client,
+  config: Config,
+  options: { asOf?: string; wait?: boolean },
+): Promise<{ workflowId: string; runId: string; result?: CycleResult }> {
+  const today = utcDate(new Date());
+  if (options.asOf && options.asOf > today) {
+    throw new Error(
+      `--as-of ${options.asOf} is after today's UTC date (${today}): a cycle as of a later day would send reminders ` +
+        'early and prune the markers of documents still in the window; nothing was started',
+    );
+  }
+  const input: CycleInput = options.asOf ? { asOf: options.asOf } : {};
+  const day = options.asOf ?? today;
+  const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: config.temporal.taskQueue,
+    workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
+    args: [input],
+    ...manualCycleMetadata(options.asOf, config),
+  });
+  const ids = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
+  if (!options.wait) return ids;
+  return { ...ids, result: await resultWithProgress(handle) };
 }
