@@ -6,9 +6,9 @@
  * Same ledger/outbox rows as the product; no advisory locks (a single claimer).
  */
 import {
-  CURRENT_THRESHOLD_SQL,
-  NOT_REMINDED_SQL,
-  WINDOW_SQL,
+  currentThresholdSql,
+  notRemindedSql,
+  windowSql,
   scanBounds,
   selectPruneCutoff,
   type CandidateWindow,
@@ -52,8 +52,8 @@ export async function claimPage(
     `with page as materialized (
        select d.id, d.owner_user_id, d.expires_at
          from profile.person_documents d
-        where ${WINDOW_SQL('d', '$13::date', '$14::date')}
-          and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', '$1', '$2'))}
+        where ${windowSql('d', '$13::date', '$14::date')}
+          and ${notRemindedSql('d', currentThresholdSql('d', '$1', '$2'))}
           and (d.expires_at, d.id) > ($4::date, $5::uuid)
         order by d.expires_at, d.id
         limit $6

@@ -29,7 +29,7 @@ export interface CandidateRow {
  * subquery, computed once per statement: per document this is two array lookups, where a correlated
  * `min(t)` over `unnest` was a subplan per row (15 % of an idle scan over 330k documents).
  */
-export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds: string) => {
+export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: string) => {
   const ascending = `(select array_agg(t order by t) from unnest(${thresholds}::int[]) as t)`;
   return `(${ascending})[width_bucket(${doc}.expires_at - ${asOfDate}::date - 1, ${ascending}) + 1]`;
 };
@@ -41,7 +41,7 @@ export const CURRENT_THRESHOLD_SQL = (doc: string, asOfDate: string, thresholds:
 export const PRUNE_CUTOFF_SQL = '(select c.cutoff from profile.document_expiry_reminder_prune_cutoff c)';
 
 /** Documents of alias `doc` that are active, not deleted, and expire in `[from, to]` (SQL date expressions). */
-export const WINDOW_SQL = (doc: string, from: string, to: string) =>
+export const windowSql = (doc: string, from: string, to: string) =>
   `${doc}.expires_at is not null
         and ${doc}.expires_at >= ${from}
         and ${doc}.expires_at <= ${to}
@@ -55,21 +55,21 @@ export const WINDOW_SQL = (doc: string, from: string, to: string) =>
  * AsOf, is never scanned again, so a past AsOf or a longer retention cannot remind it twice
  * (docs/DESIGN.md#resolutions, resolution 1).
  */
-export const IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
-  WINDOW_SQL(
+export const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+  windowSql(
     doc,
     `greatest(${asOfDate}::date - ${retentionDays}::int, ${PRUNE_CUTOFF_SQL})`,
     `${asOfDate}::date + (select max(t) from unnest(${thresholds}::int[]) as t)`,
   );
 
 /**
- * {@link IN_WINDOW_SQL} for a statement that reaches documents by owner (the claim): the same rows, the
+ * {@link inWindowSql} for a statement that reaches documents by owner (the claim): the same rows, the
  * bounds written on days left (`expires_at − AsOfDate`), which no index serves. With indexable bounds
  * whose values are subqueries the planner guessed the window selective and, from about 250 owners a
  * group, read the whole window through the expires_at index (a bitmap of 100k entries, 45 ms) instead
  * of each owner's few documents (bench/REPORT.md, "The owner statement's plan").
  */
-export const OWNER_IN_WINDOW_SQL = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+export const ownerInWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
   `${doc}.expires_at is not null
         and ${doc}.expires_at - ${asOfDate}::date >= greatest(-${retentionDays}::int, ${PRUNE_CUTOFF_SQL} - ${asOfDate}::date)
         and ${doc}.expires_at - ${asOfDate}::date <= (select max(t) from unnest(${thresholds}::int[]) as t)
@@ -82,7 +82,7 @@ export interface ScanBounds {
   to: string;
 }
 
-/** {@link IN_WINDOW_SQL}'s bounds for `window`, given the ledger's prune cutoff (null: none yet). */
+/** {@link inWindowSql}'s bounds for `window`, given the ledger's prune cutoff (null: none yet). */
 export function scanBounds(window: CandidateWindow, pruneCutoff: string | null): ScanBounds {
   const byRetention = addDays(window.asOfDate, -window.retentionDays);
   return {
@@ -106,7 +106,7 @@ export async function selectPruneCutoff(db: Queryable): Promise<string | null> {
  * reminder under `14,2`. A marker at or below the current threshold means something at least as urgent
  * was sent. The probe is a range scan of the dedupe index `(document_id, threshold_days)`.
  */
-export const NOT_REMINDED_SQL = (doc: string, currentThreshold: string) =>
+export const notRemindedSql = (doc: string, currentThreshold: string) =>
   `not exists (
           select 1 from profile.document_expiry_reminders r
            where r.document_id = ${doc}.id
@@ -117,14 +117,14 @@ export const NOT_REMINDED_SQL = (doc: string, currentThreshold: string) =>
  * its current threshold. The page scan, the backlog gauge and baseline B use it whole; the owner
  * statement and `cycle preview` use its two halves (`dueCtes`), so all of them agree on what is due.
  */
-export const DUE_DOCUMENT_SQL = (asOfDate: string, thresholds: string, retentionDays: string) =>
-  `${IN_WINDOW_SQL('d', asOfDate, thresholds, retentionDays)}
-        and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', asOfDate, thresholds))}`;
+export const dueDocumentSql = (asOfDate: string, thresholds: string, retentionDays: string) =>
+  `${inWindowSql('d', asOfDate, thresholds, retentionDays)}
+        and ${notRemindedSql('d', currentThresholdSql('d', asOfDate, thresholds))}`;
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * The page statement: {@link DUE_DOCUMENT_SQL} with the window's bounds as date parameters (`$1` from,
+ * The page statement: {@link dueDocumentSql} with the window's bounds as date parameters (`$1` from,
  * `$2` to, `$3` AsOfDate, `$4` thresholds), after the keyset `($5, $6)`, ids in `[$8, $9)`, `$7` rows.
  * The bounds are constants, not subqueries, so the planner estimates the window's rows: with subquery
  * bounds it guessed a third of the table per bound and read and sorted every remaining due document
@@ -132,8 +132,8 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
  */
 export const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
-      where ${WINDOW_SQL('d', '$1::date', '$2::date')}
-        and ${NOT_REMINDED_SQL('d', CURRENT_THRESHOLD_SQL('d', '$3', '$4'))}
+      where ${windowSql('d', '$1::date', '$2::date')}
+        and ${notRemindedSql('d', currentThresholdSql('d', '$3', '$4'))}
         and (d.expires_at, d.id) > ($5::date, $6::uuid)
         and d.id >= $8::uuid
         and ($9::uuid is null or d.id < $9::uuid)
@@ -177,7 +177,7 @@ export function candidatePageParams(
 }
 
 /**
- * One page of due documents ({@link DUE_DOCUMENT_SQL}) after `cursor` (from the window's lower bound when
+ * One page of due documents ({@link dueDocumentSql}) after `cursor` (from the window's lower bound when
  * null). Reads only open columns and takes no locks. On a pool, each slice runs in its own read-only
  * transaction with the plan pinned ({@link PAGE_PLAN_BEGIN}); on a client, in the caller's session.
  *
@@ -242,7 +242,7 @@ export async function countDueDocuments(db: Queryable, window: CandidateWindow):
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n
        from profile.person_documents d
-      where ${DUE_DOCUMENT_SQL('$1', '$2', '$3')}`,
+      where ${dueDocumentSql('$1', '$2', '$3')}`,
     [window.asOfDate, window.thresholdsDays, window.retentionDays],
   );
   return rows[0].n;

@@ -1,6 +1,6 @@
 /** docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
-import { CURRENT_THRESHOLD_SQL, NOT_REMINDED_SQL, OWNER_IN_WINDOW_SQL, type CandidateWindow } from './candidates';
+import { currentThresholdSql, notRemindedSql, ownerInWindowSql, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
 
 /** A document this owner transaction won the current-threshold marker for. No document values. */
@@ -47,7 +47,7 @@ export interface ClaimOwnersParams extends CandidateWindow {
  * in the same millisecond share their leading 64 bits, and two such owners would lock each other out.
  * Every claimer must use the same key for the same owner.
  */
-export const OWNER_LOCK_KEY_SQL = (owner: string) => {
+export const ownerLockKeySql = (owner: string) => {
   const hex = `replace(${owner}::text, '-', '')`;
   return `(('x' || left(${hex}, 16))::bit(64) # ('x' || right(${hex}, 16))::bit(64))::bigint`;
 };
@@ -83,14 +83,14 @@ export function dueCtes(
   return `candidates as (
        select d.id, d.owner_user_id, d.type, d.number_mask, d.expires_at,
               d.expires_at - ${$.asOfDate}::date as days_left,
-              ${CURRENT_THRESHOLD_SQL('d', $.asOfDate, $.thresholds)} as current_threshold
+              ${currentThresholdSql('d', $.asOfDate, $.thresholds)} as current_threshold
          from ${owners} o
          join profile.person_documents d on d.owner_user_id = o.owner_user_id
-        where ${OWNER_IN_WINDOW_SQL('d', $.asOfDate, $.thresholds, $.retentionDays)}
+        where ${ownerInWindowSql('d', $.asOfDate, $.thresholds, $.retentionDays)}
      ),
      due as (
        select c.* from candidates c
-        where ${NOT_REMINDED_SQL('c', 'c.current_threshold')}
+        where ${notRemindedSql('c', 'c.current_threshold')}
      )`;
 }
 
@@ -194,7 +194,7 @@ export async function lockOwners(db: Queryable, ownerUserIds: readonly string[])
   const { rows } = await db.query<{ owner_user_id: string }>(
     `select o.id as owner_user_id
        from unnest($1::uuid[]) as o(id)
-      where pg_try_advisory_xact_lock(${OWNER_LOCK_KEY_SQL('o.id')})`,
+      where pg_try_advisory_xact_lock(${ownerLockKeySql('o.id')})`,
     [ownerUserIds],
   );
   return rows.map((r) => r.owner_user_id);
@@ -290,7 +290,7 @@ export async function selectQueuedBy(
             coalesce(jsonb_agg(jsonb_build_object(
                        'documentId', r.document_id, 'type', r.type, 'thresholdDays', r.threshold_days,
                        'daysLeft', r.expires_at - $3::date) order by r.expires_at, r.document_id)
-                     filter (where r.threshold_days = ${CURRENT_THRESHOLD_SQL('r', '$3', '$4')}), '[]') as won
+                     filter (where r.threshold_days = ${currentThresholdSql('r', '$3', '$4')}), '[]') as won
        from profile.document_expiry_reminders r
       where r.owner_user_id = any($1::uuid[]) and r.queued_by = $2
       group by r.owner_user_id`,

@@ -3,7 +3,7 @@
  * rule for every DaysLeft, and a page scanned in id slices is the same page as one scanned whole.
  */
 import crypto from 'node:crypto';
-import { CURRENT_THRESHOLD_SQL, idRanges, selectCandidatePage } from '../../src/db/candidates';
+import { currentThresholdSql, idRanges, selectCandidatePage } from '../../src/db/candidates';
 import { withTransaction } from '../../src/db/pool';
 import { claimOwners } from '../../src/db/reminders';
 import { currentThreshold } from '../../src/domain/thresholds';
@@ -20,7 +20,7 @@ test.each([[[30, 7, 1, 0]], [[14, 3]], [[0]], [[90, 30, 7]], [[365, 1]]])(
   'the current-threshold SQL is min{t : DaysLeft <= t} for DaysLeft -120 … 400 with thresholds %j',
   async (thresholds) => {
     const { rows } = await stack.db.admin.query<{ days_left: number; current: number | null }>(
-      `select d.days_left, ${CURRENT_THRESHOLD_SQL('d', '$1', '$2')} as current
+      `select d.days_left, ${currentThresholdSql('d', '$1', '$2')} as current
          from (select n as days_left, $1::date + n as expires_at from generate_series(-120, 400) as n) d`,
       [AS_OF_DATE, thresholds],
     );
