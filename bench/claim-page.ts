@@ -13,7 +13,7 @@ import {
   selectPruneCutoff,
   type CandidateWindow,
 } from '../src/db/candidates';
-import { addDays } from '../src/domain/thresholds';
+import { addDays } from '../src/domain/dates';
 import type { Queryable } from '../src/db/pool';
 import type { PageCursor } from '../src/db/candidates';
 import { claimCtes } from '../src/db/reminders';

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
-import { addDays, utcDate } from '../src/domain/thresholds';
+import { addDays, utcDate } from '../src/domain/dates';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/observability/logger';
 import { SCHEDULE_ID, TOPIC } from '../src/domain/names';

@@ -5,7 +5,8 @@
 import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
-import { isIsoDate, parseThresholdList, thresholdProblems, utcDate } from './domain/thresholds';
+import { parseThresholdList, thresholdProblems } from './domain/thresholds';
+import { isIsoDate, utcDate } from './domain/dates';
 import { SCHEDULE_ID } from './domain/names';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
 import { listParkedCommand, retryParkedCommand } from './operations/outbox';

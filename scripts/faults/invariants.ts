@@ -3,7 +3,7 @@
  * and the outbox (read back from the topic for I4), and the counts the scenarios wait on.
  */
 import { countDueDocuments } from '../../src/db/candidates';
-import { addDays } from '../../src/domain/thresholds';
+import { addDays } from '../../src/domain/dates';
 import type { CycleResult, CycleStatus } from '../../src/domain/cycle';
 import { consumeUntil } from '../stack/consume';
 import { AS_OF, THRESHOLDS, waitFor, type FaultDb } from './harness';

@@ -13,7 +13,7 @@ import {
 import type pg from 'pg';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
-import { addDays } from '../../src/domain/thresholds';
+import { addDays } from '../../src/domain/dates';
 import type { CycleWorkflow } from '../../src/workflows';
 import { insertDocuments, rejectOwner } from '../../test/support/data';
 

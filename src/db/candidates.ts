@@ -1,5 +1,5 @@
 /** The candidate scan, keyset-paged on `(expires_at, id)` over the partial index, and the one "due" predicate. */
-import { addDays } from '../domain/thresholds';
+import { addDays } from '../domain/dates';
 import pg from 'pg';
 import { withTransaction, type Queryable } from './pool';
 

@@ -2,7 +2,8 @@
  * The per-run input rules (docs/DESIGN.md#run-input): how a run's overrides merge into the worker's defaults,
  * and how strictly a continuation is checked. Pure, so workflow and activity code share it.
  */
-import { isIsoDate, thresholdProblems, utcDate } from './thresholds';
+import { isIsoDate, utcDate } from './dates';
+import { thresholdProblems } from './thresholds';
 import {
   CYCLE_INPUT_FIELDS,
   MAX_OWNER_CONCURRENCY,

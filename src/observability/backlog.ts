@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { Config } from '../config';
 import { countDueDocuments } from '../db/candidates';
-import { utcDate } from '../domain/thresholds';
+import { utcDate } from '../domain/dates';
 import type { WorkerMetrics } from './metrics';
 import { GAUGE_STATEMENT_TIMEOUT_MS, gaugeRefresh, withStatementTimeout, type GaugeRefresh } from './refresh';
 

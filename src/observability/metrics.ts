@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import client from 'prom-client';
-import { utcDate } from '../domain/thresholds';
+import { utcDate } from '../domain/dates';
 import type { CycleResult, CycleStatus } from '../domain/cycle';
 
 const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];

@@ -12,7 +12,7 @@ import { createPool, withTransaction, type Queryable } from '../db/pool';
 import { selectDueDocumentsOfOwners } from '../db/preview';
 import type { WonDocument } from '../db/reminders';
 import { MANUAL_WORKFLOW_ID_PREFIX, WORKFLOW_TYPE } from '../domain/names';
-import { utcDate } from '../domain/thresholds';
+import { utcDate } from '../domain/dates';
 import {
   REMINDER_AS_OF,
   REMINDER_OUTCOME,

@@ -2,7 +2,7 @@
  * Runs of the schedule started by hand: a trigger (and finding the cycle it led to) and a backfill of past days.
  */
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { addDays, utcDate } from '../domain/thresholds';
+import { addDays, utcDate } from '../domain/dates';
 import { SCHEDULE_ID } from '../domain/names';
 import { describeSchedule } from './schedule';
 

@@ -4,7 +4,7 @@ import { runClient } from '../support/cli';
 import { resultWithProgress } from '../../src/operations/progress';
 import { applySchedule } from '../../src/operations/schedule';
 import { cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule-runs';
-import { utcDate } from '../../src/domain/thresholds';
+import { utcDate } from '../../src/domain/dates';
 import { insertDocuments, outbox } from '../support/data';
 import { resetData, testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';

@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
-import { addDays } from '../../src/domain/thresholds';
+import { addDays } from '../../src/domain/dates';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyEventTypes } from '../support/history';
 import type { CycleInput } from '../../src/domain/cycle';

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
-import { addDays, utcDate } from '../../src/domain/thresholds';
+import { addDays, utcDate } from '../../src/domain/dates';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import { eventually, sleep } from '../support/wait';
-import { addDays, utcDate } from '../../src/domain/thresholds';
+import { addDays, utcDate } from '../../src/domain/dates';
 import type { ScheduleReport } from '../../src/operations/schedule';
 import type { BackfillReport } from '../../src/operations/schedule-runs';
 import { insertDocuments, outbox } from '../support/data';

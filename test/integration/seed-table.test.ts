@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
-import { addDays } from '../../src/domain/thresholds';
+import { addDays } from '../../src/domain/dates';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
 import { countDueDocuments } from '../../src/db/candidates';
 import { previewCycle } from '../../src/operations/cycles';

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { CycleResult } from '../../src/domain/cycle';
-import { addDays, utcDate } from '../../src/domain/thresholds';
+import { addDays, utcDate } from '../../src/domain/dates';
 import { applySchedule } from '../../src/operations/schedule';
 import { insertDocuments, outbox } from '../support/data';
 import { testConfig } from '../support/stack';

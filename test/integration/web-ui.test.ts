@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { FrameLocator, Page } from 'playwright-core';
-import { utcDate } from '../../src/domain/thresholds';
+import { utcDate } from '../../src/domain/dates';
 import { SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../../src/domain/names';
 import { scheduledCycleMetadata } from '../../src/temporal/ui-metadata';
 import type { documentExpiryReminderCycle } from '../../src/workflows';

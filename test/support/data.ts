@@ -1,6 +1,6 @@
 /** Seeding and reading the three tables the way a person checking the job would. */
 import crypto from 'node:crypto';
-import { addDays } from '../../src/domain/thresholds';
+import { addDays } from '../../src/domain/dates';
 import type { Queryable } from '../../src/db/pool';
 import type { OutboxMessage } from '../../src/db/outbox';
 

@@ -1,12 +1,10 @@
 import {
-  addDays,
   crossedThresholds,
   currentThreshold,
-  daysBetween,
-  isIsoDate,
   parseThresholdList,
   thresholdProblems,
 } from '../../src/domain/thresholds';
+import { addDays, daysBetween, isIsoDate } from '../../src/domain/dates';
 
 const THRESHOLDS = [30, 7, 1, 0];
 
