@@ -84,9 +84,15 @@ function processGroup(pid: string, comm: string): string {
   return 'other';
 }
 
+/** A PostgreSQL backend of the Temporal server's role (its process title is `postgres: <role> <database> …`). */
+const TEMPORAL_BACKEND = /^postgres: temporal /;
+
 /**
  * CPU seconds (user + system) per process group: the worker, the Temporal server, PostgreSQL, the Kafka
  * broker, this process; only the stack's own processes once {@link scopeCpuToDescendantsOf} was called.
+ * `postgresTemporalBackends` is the part of `postgres` spent in the live backends of the Temporal server's
+ * role (the production profile keeps Temporal's stores in the same cluster): those connections live an
+ * hour (ops/temporal/config.yaml), so a run's own are all in it; a backend reaped meanwhile is in `postgres` only.
  */
 export function cpuSnapshot(workerPid?: number): Record<string, number> {
   const tick = 100; // USER_HZ on Linux
@@ -97,6 +103,7 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
     kafka: 0,
     benchDriver: 0,
     other: 0,
+    postgresTemporalBackends: 0,
   };
   const processes = new Map<number, { ppid: number; comm: string; cpu: number }>();
   for (const entry of fs.readdirSync('/proc')) {
@@ -128,6 +135,7 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
     if (!inScope(pid)) continue;
     const key = pid === workerPid ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
     out[key] += cpu;
+    if (key === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
   }
   return out;
 }
