@@ -41,6 +41,8 @@ function measuredCommit(): string {
 
 async function main(): Promise<void> {
   const wallStart = performance.now();
+  // Read before the run, which rewrites the tracked bench/explain-*.txt.
+  const commit = measuredCommit();
   const options = parseBenchOptions();
   if (options.compare !== undefined) return runComparison(options, process.argv.slice(2), say);
   const workload = findWorkload(options.workload);
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
   const harness = await startHarness(options, workload, paths, say);
   try {
     const result = await workload.run(harness.bench);
-    report(workload.name, result, wallStart, say, { profile: harness.bench.profile, commit: measuredCommit() });
+    report(workload.name, result, wallStart, say, { profile: harness.bench.profile, commit });
   } finally {
     await harness.close();
   }
