@@ -28,7 +28,15 @@ export interface BenchOptions {
   compare?: string;
   /** `--rounds`: how many times `--compare` runs each revision, interleaved (default 3). */
   rounds: number;
+  /**
+   * `--profile dev|production`: the stack the benchmark starts (issue 20). Unset, a started stack is the
+   * dev one and an adopted stack is whichever its variables describe; set, an adopted stack must match.
+   */
+  profile?: StackProfile;
 }
+
+/** The dev stack (plaintext, the Temporal dev server on SQLite) or the production profile (TLS, SASL, mTLS, SQL-backed Temporal). */
+export type StackProfile = 'dev' | 'production';
 
 /** Parses the flags; unknown flags are refused (`parseArgs` strict mode). */
 export function parseBenchOptions(args: string[] = process.argv.slice(2)): BenchOptions {
@@ -51,8 +59,11 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       worker: { type: 'string', default: 'dist' },
       compare: { type: 'string' },
       rounds: { type: 'string', default: '3' },
+      profile: { type: 'string' },
     },
   });
+  if (a.profile !== undefined && a.profile !== 'dev' && a.profile !== 'production')
+    throw new Error(`--profile must be dev or production, got ${a.profile}`);
   const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   return {
     workload: a.workload,
@@ -71,5 +82,6 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     worker: a.worker,
     compare: a.compare,
     rounds: Number(a.rounds),
+    profile: a.profile,
   };
 }

@@ -17,13 +17,28 @@ export function writeBenchFile(name: string, text: string): void {
   fs.writeFileSync(file, text);
 }
 
+/** What a run was measured on: the stack's profile, the commit, and when (figures are quoted with these). */
+export interface RunContext {
+  profile: string;
+  commit: string;
+}
+
 /**
  * Writes bench/results/<workload>.json and prints the table, then the workload's headline with the
  * total time since `wallStart` (performance.now() when the benchmark started, the build included).
  */
-export function report(workload: string, r: WorkloadResult, wallStart: number, say: (line: string) => void): void {
+export function report(
+  workload: string,
+  r: WorkloadResult,
+  wallStart: number,
+  say: (line: string) => void,
+  context?: RunContext,
+): void {
+  const measuredAt = new Date().toISOString();
   const summary = {
     workload,
+    ...context,
+    measuredAt,
     data: r.data,
     settings: r.settings,
     machine: {
@@ -38,6 +53,7 @@ export function report(workload: string, r: WorkloadResult, wallStart: number, s
   };
   writeBenchFile(path.join('results', `${workload}.json`), `${JSON.stringify(summary, null, 2)}\n`);
   say('');
+  if (context) say(`${context.profile} profile, ${context.commit}, ${measuredAt}`);
   if (r.table) {
     say(`| ${r.table.header.join(' | ')} |`);
     say(`|${r.table.header.map(() => '---').join('|')}|`);

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { MigratedDatabase } from '../scripts/stack/database';
 import type { Measurement } from './harness/measure';
 import type { BenchWorker } from './harness/worker';
-import type { BenchOptions } from './options';
+import type { BenchOptions, StackProfile } from './options';
 
 /** What the harness must start for the chosen paths, before anything is measured. */
 export interface WorkloadNeeds {
@@ -22,6 +22,8 @@ export interface WorkloadNeeds {
 /** What a workload gets: the options, a fresh migrated database, Temporal, and the worker on demand. */
 export interface Bench {
   options: BenchOptions;
+  /** The stack's profile: dev (plaintext, dev server) or production (TLS, SASL, mTLS, Temporal on PostgreSQL). */
+  profile: StackProfile;
   /** The paths to run (`--only`, else all of the workload's). */
   paths: ReadonlySet<string>;
   /** Variables that point a process at the stack. */

@@ -42,7 +42,7 @@ export async function runComparison(
   const cleanups: Cleanup[] = [];
   const runs: RunRecord[] = [];
   try {
-    const env = await startOrAdoptStack(needs.kafka, cleanups, say);
+    const env = await startOrAdoptStack(needs.kafka, cleanups, say, options.profile);
     for (let round = 0; round < options.rounds; round++) {
       for (const r of roundOrder(revisions, round)) {
         const run = await runOnce(r, options.workload, flags, env, round);

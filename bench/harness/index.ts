@@ -1,15 +1,19 @@
 /**
- * The harness a workload runs in: the stack (started here, or the one STACK_DATABASE_ADMIN_URL /
- * TEMPORAL_ADDRESS name), a Temporal client, a fresh migrated database, and the worker process on
- * demand. `close` stops and removes all of it, last started first, also when a workload failed.
+ * The harness a workload runs in: the stack (started here, dev or production profile, or the one
+ * STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name), a Temporal client, a fresh migrated database, and the
+ * worker process on demand. `close` stops and removes all of it, last started first, also when a
+ * workload failed. On the production profile every connection is the job's own: the client and the worker
+ * over mTLS (TEMPORAL_TLS_*), the databases with the stack's role passwords over verify-full TLS, the relay
+ * and the bare producer over SASL_SSL (KAFKA_SSL*, KAFKA_SASL_*).
  */
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../../src/db/pool';
+import { connectTemporal, loadTemporalProfile, temporalConnectionOptions } from '../../src/temporal/connection';
 import { startStack } from '../../scripts/stack';
-import { createMigratedDatabase } from '../../scripts/stack/database';
-import type { BenchOptions } from '../options';
+import { createMigratedDatabase, stackRolePasswords } from '../../scripts/stack/database';
+import type { BenchOptions, StackProfile } from '../options';
 import type { Bench, Workload } from '../workload';
-import { procStatusKb } from './measure';
+import { procStatusKb, scopeCpuToDescendantsOf } from './measure';
 import { buildWorkerCommand, spawnWorker, waitForPoller, type BenchWorker } from './worker';
 
 export interface Harness {
@@ -37,13 +41,16 @@ export async function startHarness(
     }
   };
   try {
-    const env = await startOrAdoptStack(needs.kafka, cleanups, say);
+    const env = await startOrAdoptStack(needs.kafka, cleanups, say, options.profile);
+    const profile = stackProfileOf(env);
     const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
-    const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
+    const connection = await connectBenchClient(env);
     cleanups.push(() => connection.close());
     const client = new Client({ connection, namespace });
+    // Roles are the server's: migrating with other passwords than the stack's would lock its URLs out.
     const database = await createMigratedDatabase(env.STACK_DATABASE_ADMIN_URL, {
       prefix: `bench_${options.workload}`,
+      rolePasswords: stackRolePasswords(env),
     });
     if (!options.keepDb) cleanups.push(() => database.drop());
     const admin = createPool({ connectionString: database.ownerUrl, max: 2 });
@@ -68,36 +75,68 @@ export async function startHarness(
         },
       };
     };
-    return { bench: { options, paths, env, client, namespace, database, admin, startWorker, say }, close };
+    return { bench: { options, profile, paths, env, client, namespace, database, admin, startWorker, say }, close };
   } catch (err) {
     await close();
     throw err;
   }
 }
 
+/** Variables of an adopted stack that reach the benchmark's processes: Temporal's, Kafka's, the role passwords. */
+const ADOPTED_VARIABLES = /^(TEMPORAL_|KAFKA_|EXPIRY_REMINDER_WORKER_PASSWORD$|OUTBOX_RELAY_PASSWORD$)/;
+
+/** The profile a stack's variables describe: production when Temporal or Kafka is reached over TLS. */
+export function stackProfileOf(env: Record<string, string | undefined>): StackProfile {
+  const tls = Object.keys(env).some((k) => k.startsWith('TEMPORAL_TLS_') && env[k]) || env.KAFKA_SSL === 'true';
+  return tls ? 'production' : 'dev';
+}
+
 /**
- * The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name, else of a
- * new one, whose stop is pushed onto `cleanups`.
+ * The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name (which must be
+ * of `profile` when that is given), else of a new one of `profile` (default dev), whose stop is pushed onto
+ * `cleanups`. A stack started here is this process's descendant, and CPU is counted for it alone.
  */
 export async function startOrAdoptStack(
   kafka: boolean,
   cleanups: Cleanup[],
   say: (line: string) => void,
+  profile?: StackProfile,
 ): Promise<Record<string, string>> {
   if (process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS) {
-    say('using STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS');
-    return {
-      STACK_DATABASE_ADMIN_URL: process.env.STACK_DATABASE_ADMIN_URL,
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE ?? 'default',
-      ...(process.env.KAFKA_BROKERS ? { KAFKA_BROKERS: process.env.KAFKA_BROKERS } : {}),
-    };
+    const env: Record<string, string> = { STACK_DATABASE_ADMIN_URL: process.env.STACK_DATABASE_ADMIN_URL };
+    for (const [k, v] of Object.entries(process.env)) if (ADOPTED_VARIABLES.test(k) && v) env[k] = v;
+    env.TEMPORAL_NAMESPACE ??= 'default';
+    const adopted = stackProfileOf(env);
+    if (profile && profile !== adopted) {
+      throw new Error(
+        `--profile ${profile}, but the stack of STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS is the ${adopted} profile ` +
+          `(TEMPORAL_TLS_* and KAFKA_SSL say so); start one with npm run stack${profile === 'production' ? ' -- --production' : ''} or unset those variables`,
+      );
+    }
+    say(`using STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS (${adopted} profile)`);
+    return env;
   }
   // Name a broker so the stack does not start one when nothing measured talks to Kafka (nothing connects to it).
   if (!kafka) process.env.KAFKA_BROKERS ??= '127.0.0.1:9';
-  const stack = await startStack({ ui: false, log: (l) => say(`[stack] ${l}`) });
+  const production = profile === 'production';
+  say(`starting the ${production ? 'production' : 'dev'} profile's stack`);
+  const stack = await startStack({ ui: false, production, log: (l) => say(`[stack] ${l}`) });
   cleanups.push(() => stack.stop());
+  scopeCpuToDescendantsOf(process.pid);
   return stack.env;
+}
+
+/**
+ * A Temporal client as the job's client connects: the address and TLS files of the stack's variables
+ * (TEMPORAL_TLS_*, read by src/temporal/connection.ts), so the production profile's mTLS frontend takes it.
+ */
+async function connectBenchClient(env: Record<string, string>): Promise<Connection> {
+  const loaded = loadTemporalProfile({ ...process.env, ...env });
+  if ('problems' in loaded) throw new Error(`the stack's Temporal settings: ${loaded.problems.join('; ')}`);
+  const options = temporalConnectionOptions({
+    temporal: { address: env.TEMPORAL_ADDRESS, connection: loaded.profile },
+  });
+  return connectTemporal(options, (o) => Connection.connect(o));
 }
 
 /** Stops the workers a failed workload left running, and shows what each wrote last. */

@@ -41,10 +41,71 @@ export function measurement(
   };
 }
 
-/** CPU seconds (user + system) per process group: the worker, the Temporal server, PostgreSQL, this process. */
+/**
+ * The process whose descendants {@link cpuSnapshot} counts, or undefined for every process on the
+ * machine. Other agents' stacks share this machine (their PostgreSQL, their Temporal servers of the same
+ * binary); a stack this process started is its descendant, so only its own is counted.
+ */
+let cpuScopeRoot: number | undefined;
+
+/** Counts only the descendants of `pid` (this process, when it started the stack) from now on; undefined: all. */
+export function scopeCpuToDescendantsOf(pid: number | undefined): void {
+  cpuScopeRoot = pid;
+}
+
+/** Where the stack caches the production Temporal server (`server`) and its Web UI (also `server`). */
+const TEMPORAL_SERVER_BINARY = /\/temporal-server-[^/]+\/server$/;
+
+/** The program a process runs, as it was started (argv[0]); empty once it is gone. */
+function argv0(pid: string): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The group of a process by its name: the dev server is the `temporal` CLI; the production profile's
+ * Temporal server is a binary called `server` in the stack's cache (the UI server, `server` too, lives
+ * elsewhere and is not counted as Temporal); the broker is a JVM running `kafka.Kafka`.
+ */
+function processGroup(pid: string, comm: string): string {
+  if (comm === 'postgres') return 'postgres';
+  if (comm.startsWith('temporal')) return 'temporalServer';
+  if (comm === 'server' && TEMPORAL_SERVER_BINARY.test(argv0(pid))) return 'temporalServer';
+  if (comm === 'java') {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka')) return 'kafka';
+    } catch {
+      return 'other';
+    }
+  }
+  return 'other';
+}
+
+/** A PostgreSQL backend of the Temporal server's role (its process title is `postgres: <role> <database> …`). */
+const TEMPORAL_BACKEND = /^postgres: temporal /;
+
+/**
+ * CPU seconds (user + system) per process group: the worker, the Temporal server, PostgreSQL, the Kafka
+ * broker, this process; only the stack's own processes once {@link scopeCpuToDescendantsOf} was called.
+ * `postgresTemporalBackends` is the part of `postgres` spent in the live backends of the Temporal server's
+ * role (the production profile keeps Temporal's stores in the same cluster): those connections live an
+ * hour (ops/temporal/config.yaml), so a run's own are all in it; a backend reaped meanwhile is in `postgres` only.
+ */
 export function cpuSnapshot(workerPid?: number): Record<string, number> {
   const tick = 100; // USER_HZ on Linux
-  const out: Record<string, number> = { worker: 0, temporalServer: 0, postgres: 0, benchDriver: 0, other: 0 };
+  const out: Record<string, number> = {
+    worker: 0,
+    temporalServer: 0,
+    postgres: 0,
+    kafka: 0,
+    benchDriver: 0,
+    other: 0,
+    postgresTemporalBackends: 0,
+  };
+  const processes = new Map<number, { ppid: number; comm: string; cpu: number }>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -56,23 +117,25 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
     const close = stat.lastIndexOf(')');
     const comm = stat.slice(stat.indexOf('(') + 1, close);
     const f = stat.slice(close + 2).split(' ');
-    const pid = Number(entry);
     // PostgreSQL's backends come and go (a pool closes idle connections); the postmaster reaps them, and
     // their CPU moves into its cutime and cstime. Without those a backend that exits mid-run takes its
     // seconds with it, and the group's delta can even go negative.
     const reaped = comm === 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
-    const cpu = (Number(f[11]) + Number(f[12]) + reaped) / tick;
-    const key =
-      pid === workerPid
-        ? 'worker'
-        : pid === process.pid
-          ? 'benchDriver'
-          : comm === 'postgres'
-            ? 'postgres'
-            : comm.startsWith('temporal')
-              ? 'temporalServer'
-              : 'other';
+    processes.set(Number(entry), { ppid: Number(f[1]), comm, cpu: (Number(f[11]) + Number(f[12]) + reaped) / tick });
+  }
+  const inScope = (pid: number): boolean => {
+    if (cpuScopeRoot === undefined) return true;
+    for (let p: number | undefined = pid, hops = 0; p !== undefined && p > 1 && hops < 64; hops++) {
+      if (p === cpuScopeRoot) return true;
+      p = processes.get(p)?.ppid;
+    }
+    return false;
+  };
+  for (const [pid, { comm, cpu }] of processes) {
+    if (!inScope(pid)) continue;
+    const key = pid === workerPid ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
     out[key] += cpu;
+    if (key === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
   }
   return out;
 }

@@ -6,7 +6,7 @@
 import { measurement, type Measurement } from '../../harness/measure';
 import type { BenchWorker } from '../../harness/worker';
 import type { Bench } from '../../workload';
-import { startRelayProcess } from '../relay/process';
+import { relayEnv, startRelayProcess } from '../relay/process';
 import { unpublishedCount } from '../relay/seed';
 import type { CycleSettings } from './settings';
 import { temporalCycle } from './temporal';
@@ -20,7 +20,7 @@ export async function endToEndCycle(
   s: CycleSettings,
 ): Promise<Measurement> {
   const { admin, env, database, options, client } = bench;
-  const relay = await startRelayProcess(options.worker, { ...env, DATABASE_URL: database.relayUrl });
+  const relay = await startRelayProcess(options.worker, relayEnv(env, database.relayUrl));
   try {
     const t0 = performance.now();
     const cycle = await temporalCycle(label, client, worker, taskQueue, s);

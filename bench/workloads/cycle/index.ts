@@ -18,6 +18,7 @@ import { writeBenchFile } from '../../report';
 import type { Bench, Workload, WorkloadResult } from '../../workload';
 import { baselineA, baselineB } from './baselines';
 import { explainCandidatePage } from './explain';
+import { withDatabaseActivity } from './database-activity';
 import { cycleSettings, type CycleSettings } from './settings';
 import { endToEndCycle } from './end-to-end';
 import { temporalCycle } from './temporal';
@@ -93,7 +94,7 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   }
   if (paths.has('b')) {
     await reset(admin);
-    await record(await baselineB(bench.database.workerUrl, s));
+    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s)));
   }
 
   const t = results.find((r) => r.path.startsWith('Temporal: full'));
@@ -133,7 +134,7 @@ async function temporalPaths(
   const cycle = (label: string) => temporalCycle(label, client, worker, taskQueue, s);
   if (paths.has('temporal')) {
     await reset(admin);
-    await record(await cycle('Temporal: full cycle'));
+    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle')));
   }
   if (paths.has('repeat')) {
     // Nothing due any more (the ledger holds this cycle's markers): the idle cycle.

@@ -8,15 +8,16 @@
  * Each path gets fresh rows in an empty outbox; `--rows` sets N (default 30,000).
  */
 import crypto from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
+import { loadConfig } from '../../../src/config';
 import { OUTBOX_MESSAGE_COLUMNS, type OutboxMessage } from '../../../src/db/outbox';
 import { TOPIC } from '../../../src/domain/names';
-import { ensureTopic, toKafkaMessage } from '../../../src/relay/kafka';
+import { createKafka, ensureTopic, toKafkaMessage } from '../../../src/relay/kafka';
 import { cpuDelta, cpuSnapshot, measurement, sampleRss, type Measurement } from '../../harness/measure';
 import type { Bench, Workload, WorkloadResult } from '../../workload';
 import { buildEntryCommand } from '../../harness/worker';
-import { startRelayProcess } from './process';
+import { relayEnv, startRelayProcess } from './process';
 import { seedOutbox, unpublishedCount } from './seed';
 
 const DEFAULT_ROWS = 30_000;
@@ -35,14 +36,19 @@ export const relayWorkload: Workload = {
 async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
   const { options: o, paths, say, env } = bench;
   const rows = o.rows ?? DEFAULT_ROWS;
-  const brokers = env.KAFKA_BROKERS;
-  if (!brokers) throw new Error('the relay workload needs a Kafka broker (KAFKA_BROKERS)');
-  const kafka = new Kafka({ clientId: 'bench-relay', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  if (!env.KAFKA_BROKERS) throw new Error('the relay workload needs a Kafka broker (KAFKA_BROKERS)');
+  // The relay's own client settings (TLS, SASL) from the variables the relay process gets, so the bare
+  // producer pays for the same connection and its ratio is like for like.
+  const config = loadConfig({ ...process.env, ...env, KAFKA_CLIENT_ID: 'bench-relay' });
+  const kafka = createKafka(config);
   const kafkaAdmin = kafka.admin();
   await kafkaAdmin.connect();
   await ensureTopic(kafkaAdmin, TOPIC, PARTITIONS, 1);
   await kafkaAdmin.disconnect();
-  say(`workload relay: ${rows} rows, topic ${TOPIC} (${PARTITIONS} partitions), relay from ${o.worker}`);
+  say(
+    `workload relay: ${rows} rows, topic ${TOPIC} (${PARTITIONS} partitions), relay from ${o.worker}, ` +
+      `Kafka ${config.kafka.sasl ? `SASL_SSL (${config.kafka.sasl.mechanism})` : config.kafka.ssl ? 'SSL' : 'plaintext'}`,
+  );
 
   // The first relay start would build `dist` (`--worker dist`); that must not land inside a timed path.
   buildEntryCommand(o.worker, 'relay');
@@ -69,11 +75,20 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
     comparisons,
     headline: `relay / bare kafkajs: woken ${comparisons.relayVsBare ?? '-'}, cold ${comparisons.relayColdVsBare ?? '-'}`,
     table: {
-      header: ['path', 'wall s', 'rows', 'rows/s', 'process CPU', 'PostgreSQL CPU', 'peak RSS MB'],
+      header: ['path', 'wall s', 'rows', 'rows/s', 'process CPU', 'PostgreSQL CPU', 'Kafka broker CPU', 'peak RSS MB'],
       rows: results.map((m) => {
         const x = m.extra as { cpu: Record<string, string>; relayPeakRssMb?: number };
         const own = m.path.startsWith('bare') ? x.cpu.benchDriver : x.cpu.worker;
-        return [m.path, m.seconds, m.owners, m.ownersPerSecond, own, x.cpu.postgres, x.relayPeakRssMb ?? ''];
+        return [
+          m.path,
+          m.seconds,
+          m.owners,
+          m.ownersPerSecond,
+          own,
+          x.cpu.postgres,
+          x.cpu.kafka,
+          x.relayPeakRssMb ?? '',
+        ];
       }),
     },
   };
@@ -119,11 +134,7 @@ async function relayPath(bench: Bench, rows: number, mode: 'warm' | 'cold'): Pro
   const correlationId = `bench-relay-${crypto.randomBytes(3).toString('hex')}`;
   if (mode === 'cold') await seedOutbox(admin, rows, correlationId);
   const t0cold = performance.now();
-  const relay = await startRelayProcess(options.worker, {
-    ...env,
-    DATABASE_URL: database.relayUrl,
-    KAFKA_BROKERS: env.KAFKA_BROKERS,
-  });
+  const relay = await startRelayProcess(options.worker, relayEnv(env, database.relayUrl));
   try {
     const pid = relay.child.pid!;
     const rss = sampleRss(pid);

@@ -21,6 +21,15 @@ export interface RelayProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * The relay's variables on the benchmark's database: the stack's (with its KAFKA_SSL* and KAFKA_SASL_* on
+ * the production profile) and the relay role's URL as both names the relay reads, since the production
+ * stack's own RELAY_DATABASE_URL names its `expiry_reminder` database, not the benchmark's.
+ */
+export function relayEnv(env: Record<string, string>, relayUrl: string): Record<string, string> {
+  return { ...env, DATABASE_URL: relayUrl, RELAY_DATABASE_URL: relayUrl };
+}
+
 /** Starts `npm run relay`'s program (`dist`, compiled, or `src` under tsx) and waits for `relay started`. */
 export async function startRelayProcess(kind: string, env: Record<string, string | undefined>): Promise<RelayProcess> {
   const child = spawn(process.execPath, buildEntryCommand(kind, 'relay'), {
