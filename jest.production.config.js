@@ -27,6 +27,8 @@ const ON_PRODUCTION = [
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Every test by name, so a test skipped on this profile shows, with the reason its name carries.
+  verbose: true,
   projects: [
     {
       ...base,
