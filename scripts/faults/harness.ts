@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Kafka } from 'kafkajs';
 import pg from 'pg';
 import type { Proxy, ToxicType } from 'toxiproxy-node-client';
 import { createPool } from '../../src/db/pool';
@@ -12,7 +13,7 @@ import type { CycleInput } from '../../src/domain/cycle';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import type { CycleWorkflow } from '../../src/workflows';
 import type { Stack } from '../stack';
-import { createMigratedDatabase, type MigratedDatabase } from '../stack/database';
+import { createMigratedDatabase, stackRolePasswords, type MigratedDatabase } from '../stack/database';
 import type { RunningToxiproxy } from '../toxiproxy';
 
 /** The date every cycle of the suite runs as of; the seed spreads expiry dates around it. */
@@ -39,6 +40,11 @@ export interface Harness {
   owners: number;
   /** `--seed` (or `FAULTS_SEED`): the seed of every random choice of the chaos scenario (s11), so a run replays. */
   seed: number;
+  /**
+   * What the invariants read the topic with: the brokers of the plaintext dev stack, or on the production
+   * profile a client logged in as its admin over SASL_SSL (the relay's user may only write).
+   */
+  topicReader: string | Kafka;
   /** Everything the child processes printed, for the closing scan for secrets. */
   output: string[];
   say(line: string): void;
@@ -53,7 +59,11 @@ export interface FaultDb extends MigratedDatabase {
 
 /** A migrated database named after `label`, with the pacing trigger on the marker table. */
 export async function newDb(h: Harness, label: string): Promise<FaultDb> {
-  const created = await createMigratedDatabase(h.stack.postgres.adminUrl, { prefix: `faults_${label}` });
+  // The roles' passwords of the stack (the production profile's own), so its workers' URLs log in.
+  const created = await createMigratedDatabase(h.stack.postgres.adminUrl, {
+    prefix: `faults_${label}`,
+    rolePasswords: stackRolePasswords(h.stack.env),
+  });
   const pace = new pg.Client({ connectionString: created.ownerUrl });
   await pace.connect();
   await pace.query(`

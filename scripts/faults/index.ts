@@ -1,8 +1,10 @@
 /**
- * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --seed N --report docs/RELIABILITY.md]`
+ * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --seed N --report docs/RELIABILITY.md --production]`
  *
  * The fault suite: real worker and relay processes, a real PostgreSQL, Temporal dev server and Kafka
- * broker, and faults injected into them (SIGKILL, server restarts, broker outages, bad input). After
+ * broker, and faults injected into them (SIGKILL, server restarts, broker outages, bad input). With
+ * `--production` the same scenarios run on the stack's production profile (`npm run stack -- --production`):
+ * the Temporal server on PostgreSQL with mTLS, PostgreSQL with TLS and SCRAM, Kafka on SASL_SSL. After
  * each scenario it checks the invariants:
  *   I1 every due (document, current threshold) has exactly one marker (nothing is left due);
  *   I2 every current-threshold marker carried an event, in exactly one outbox row;
@@ -19,7 +21,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { LOCAL_ROLE_PASSWORDS, startStack } from '../stack';
+import { loadConfig } from '../../src/config';
+import { createKafka } from '../../src/relay/kafka';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
+import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../stack';
 import type { Harness } from './harness';
 import { table, writeReport, type Row } from './report';
 import type { Scenario, ScenarioResult } from './runner';
@@ -32,6 +37,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     report: { type: 'string' },
     seed: { type: 'string', default: process.env.FAULTS_SEED },
+    production: { type: 'boolean', default: false },
   },
 });
 const SEED = args.seed !== undefined ? Number(args.seed) : Math.floor(Math.random() * 2 ** 31);
@@ -70,6 +76,7 @@ function secretsScan(h: Harness): Row {
     LOCAL_ROLE_PASSWORDS.worker,
     LOCAL_ROLE_PASSWORDS.relay,
     new URL(h.stack.postgres.adminUrl).password,
+    ...Object.values(h.stack.secrets?.passwords ?? {}),
   ].filter((s) => printed.includes(s));
   return {
     scenario: 's8: no password in any process output of the suite',
@@ -82,14 +89,36 @@ function secretsScan(h: Harness): Row {
   };
 }
 
+/** The brokers of a plaintext stack, or the production profile's broker as its admin (the relay's user may only write). */
+function topicReader(stack: Stack): Harness['topicReader'] {
+  return stack.kafka?.production ? createKafka(loadConfig(stack.kafka.clientEnv('admin'))) : stack.kafkaBrokers;
+}
+
 async function main(): Promise<void> {
   const only = args.only?.split(',');
   const selected = SCENARIOS.filter((s) => !only || only.includes(s.id));
-  const temporalDbFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'faults-temporal-')), 'temporal.db');
-  say(`fault suite: ${selected.length} scenarios × ${REPEAT}, ${OWNERS} owners, seed ${SEED} (--seed ${SEED} replays)`);
-  const stack = await startStack({ ui: false, temporalDbFile, log: (l) => say(`[stack] ${l}`) });
-  const connection = await Connection.connect({ address: stack.temporal.address });
-  const h: Harness = { stack, client: new Client({ connection }), owners: OWNERS, seed: SEED, output: [], say };
+  const production = args.production === true;
+  // The production profile's Temporal keeps its state in PostgreSQL; the dev server needs a file to survive s3.
+  const temporalDbFile = production
+    ? undefined
+    : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'faults-temporal-')), 'temporal.db');
+  say(
+    `fault suite${production ? ' on the production profile' : ''}: ${selected.length} scenarios × ${REPEAT}, ` +
+      `${OWNERS} owners, seed ${SEED} (--seed ${SEED} replays)`,
+  );
+  const stack = await startStack({ ui: false, temporalDbFile, production, log: (l) => say(`[stack] ${l}`) });
+  const connection = await connectTemporal(temporalConnectionOptions(loadConfig(stack.env)), (o) =>
+    Connection.connect(o),
+  );
+  const h: Harness = {
+    stack,
+    client: new Client({ connection }),
+    topicReader: topicReader(stack),
+    owners: OWNERS,
+    seed: SEED,
+    output: [],
+    say,
+  };
   const rows: Row[] = [];
   try {
     for (const scenario of selected) {
@@ -107,7 +136,7 @@ async function main(): Promise<void> {
   const markdown = table(rows);
   say(`\n${markdown}\n`);
   if (args.report) {
-    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT} --seed ${SEED}${only ? ` --only ${only.join(',')}` : ''}`;
+    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT} --seed ${SEED}${only ? ` --only ${only.join(',')}` : ''}${production ? ' --production' : ''}`;
     writeReport(path.resolve(root, args.report), command, markdown);
   }
   const failed = rows.filter((r) => !r.ok).length;

@@ -6,7 +6,7 @@ import { countDueDocuments } from '../../src/db/candidates';
 import { addDays } from '../../src/domain/dates';
 import type { CycleResult, CycleStatus } from '../../src/domain/cycle';
 import { consumeUntil } from '../stack/consume';
-import { AS_OF, THRESHOLDS, waitFor, type FaultDb } from './harness';
+import { AS_OF, THRESHOLDS, waitFor, type FaultDb, type Harness } from './harness';
 
 /** Documents still due as of the suite's date (or `at`): what a complete cycle leaves at zero (I1). */
 export const dueCount = (db: FaultDb, at: JudgedAt = {}): Promise<number> =>
@@ -70,12 +70,15 @@ export const endedAs = (what: string, result: CycleResult, expected: CycleStatus
   result.status === expected ? [] : [`${what} ended ${result.status}`];
 
 /**
- * I1–I3 as of `options` (see {@link JudgedAt}), and I4 when `kafkaBrokers` is given (every outbox row
+ * I1–I3 as of `options` (see {@link JudgedAt}), and I4 when `kafka` is given (every outbox row
  * read back from the topic); returns the violations (empty when all hold). I2's second half looks at
  * the markers written as of that day only: in a world that changes between cycles, a marker written
  * silently on an earlier day (a less urgent crossed threshold) may be the current threshold today.
  */
-export async function invariants(db: FaultDb, options: JudgedAt & { kafkaBrokers?: string } = {}): Promise<string[]> {
+export async function invariants(
+  db: FaultDb,
+  options: JudgedAt & { kafka?: Harness['topicReader'] } = {},
+): Promise<string[]> {
   const asOf = options.asOf ?? AS_OF;
   const problems: string[] = [];
   const due = await dueCount(db, options);
@@ -106,17 +109,17 @@ export async function invariants(db: FaultDb, options: JudgedAt & { kafkaBrokers
     [options.prunedBefore ?? addDays(asOf, -RETENTION_DAYS)],
   );
   if (orphan[0].n > 0) problems.push(`I3: ${orphan[0].n} event documents without their marker`);
-  if (options.kafkaBrokers) problems.push(...(await onTheTopic(db, options.kafkaBrokers)));
+  if (options.kafka) problems.push(...(await onTheTopic(db, options.kafka)));
   return problems;
 }
 
 /** I4: reads the topic from the beginning until every outbox row's message id was seen, or 2 minutes. */
-async function onTheTopic(db: FaultDb, kafkaBrokers: string): Promise<string[]> {
+async function onTheTopic(db: FaultDb, kafka: Harness['topicReader']): Promise<string[]> {
   const { rows } = await db.admin.query<{ id: string }>('select id from profile.outbox_messages');
   const ids = new Set(rows.map((r) => r.id));
   const seen = new Set<string>();
   await consumeUntil(
-    kafkaBrokers,
+    kafka,
     (ms) => {
       for (const m of ms.slice(-1)) if (ids.has(m.headers.messageId)) seen.add(m.headers.messageId);
       return seen.size === ids.size;

@@ -125,7 +125,7 @@ async function runCycleScenario<E extends object>(
     await stopAll(started);
     const problems = await invariants(db, {
       ...outcome.judgedAt,
-      kafkaBrokers: spec.kafka ? h.stack.kafkaBrokers : undefined,
+      kafka: spec.kafka ? h.topicReader : undefined,
     });
     return {
       size: `${owners} owners, ${docs} documents`,

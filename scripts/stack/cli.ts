@@ -48,6 +48,7 @@ const STACK_VARIABLES = [
   'KAFKA_SASL_MECHANISM',
   'KAFKA_SASL_USERNAME',
   'KAFKA_SASL_PASSWORD',
+  'STACK_KAFKA_ADMIN_PASSWORD',
 ];
 
 const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;

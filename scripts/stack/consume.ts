@@ -21,14 +21,18 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
 /**
  * Consumes the topic from the beginning with a fresh group until `until(messages)` holds or the time
  * runs out, and returns what it read (every message, in per-partition order).
+ * @param from the brokers of a plaintext cluster, or a client with its own login (a SASL_SSL cluster's).
  */
 export async function consumeUntil(
-  brokers: string,
+  from: string | Kafka,
   until: (messages: ConsumedMessage[]) => boolean,
   timeoutMs = 60_000,
   topic = TOPIC,
 ): Promise<ConsumedMessage[]> {
-  const kafka = new Kafka({ clientId: 'test-consumer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const kafka =
+    typeof from === 'string'
+      ? new Kafka({ clientId: 'test-consumer', brokers: from.split(','), logLevel: logLevel.NOTHING })
+      : from;
   const consumer = kafka.consumer({
     groupId: `test-${crypto.randomUUID()}`,
     sessionTimeout: 10_000,

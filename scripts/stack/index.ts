@@ -189,6 +189,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         KAFKA_BROKERS: kafka.brokers,
         // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
         ...broker?.clientEnv('relay'),
+        // The relay's user may only write: tests and tools read the topic back as the profile's admin.
+        ...(broker?.production && secrets ? { STACK_KAFKA_ADMIN_PASSWORD: secrets.passwords.kafkaTest } : {}),
         ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
       },
       restartTemporal: (downMs: number) => running.restart(downMs),

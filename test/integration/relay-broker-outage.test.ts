@@ -1,24 +1,25 @@
 /**
  * The broker goes away while a cycle writes events: the relay keeps the rows, records its attempts,
  * backs off, and publishes everything once the broker is back. This file runs a broker of its own so
- * stopping it disturbs no other test.
+ * stopping it disturbs no other test (on the production profile, one with SASL_SSL, SCRAM and ACLs).
  */
 import { loadConfig } from '../../src/config';
 import { createKafka } from '../../src/relay/kafka';
 import { OutboxRelay } from '../../src/relay/outbox-relay';
-import { startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
+import type { KafkaBroker } from '../../scripts/stack/kafka';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil } from '../../scripts/stack/consume';
 import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
+import { brokerReader, startOwnBroker } from '../support/relay';
 
 const stack = useIntegration('relay-outage', { client: true, relayPoolSize: 4, resetEachTest: false });
 /** A broker of this file's own, so the test can stop and restart it. */
 let broker: KafkaBroker;
 
 beforeAll(async () => {
-  broker = await startKafka({});
+  broker = await startOwnBroker();
 });
 afterAll(async () => {
   await broker?.destroy();
@@ -34,7 +35,7 @@ async function unpublished(): Promise<{ n: number; attempts: number; errors: num
 
 test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
   const config = loadConfig({
-    KAFKA_BROKERS: broker.brokers,
+    ...broker.clientEnv('relay'),
     DATABASE_URL: stack.db.relayUrl,
     RELAY_POLL_INTERVAL: '200ms',
     RELAY_SEND_TIMEOUT: '3s',
@@ -78,7 +79,7 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
   const rows = await outbox(stack.db.admin);
   const ids = new Set(rows.map((r) => r.id));
   const received = await consumeUntil(
-    broker.brokers,
+    brokerReader(broker),
     (ms) => ms.filter((m) => ids.has(m.headers.messageId)).length >= rows.length,
   );
   expect(new Set(received.map((m) => m.headers.messageId).filter((id) => ids.has(id))).size).toBe(60);

@@ -4,14 +4,13 @@
  * rows wait, and follow it once an operator fixed it and ran `outbox retry`. Nothing is published twice.
  */
 import crypto from 'node:crypto';
-import { Kafka, logLevel, type Message } from 'kafkajs';
+import type { Message } from 'kafkajs';
 import { loadConfig } from '../../src/config';
 import { outboxBacklog } from '../../src/db/outbox';
 import { TOPIC } from '../../src/domain/names';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
-import { createTopic } from '../../scripts/stack/kafka';
 import { copiesById, insertOutboxRows, keysOn, type SeededRow } from '../support/outbox-rows';
-import { stackBrokers, testRelay } from '../support/relay';
+import { ensureStackTopic, stackKafka, testRelay } from '../support/relay';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
 import { runClient } from '../support/cli';
@@ -21,7 +20,7 @@ const TOO_LARGE = 2_000_000;
 const stack = useIntegration('relay-poison', { relayPoolSize: 6 });
 
 const newRelay = (env: Record<string, string> = {}) =>
-  testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, brokers: stackBrokers(), env });
+  testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, env });
 
 /** `npm run client -- …args` in-process, as the relay's role; resolves with its JSON, rejects with its error. */
 async function client(...args: string[]): Promise<Record<string, unknown>> {
@@ -55,7 +54,7 @@ async function topicCopies(
   until: (ours: ConsumedMessage[]) => boolean,
 ): Promise<ConsumedMessage[]> {
   const mine = (ms: ConsumedMessage[]) => ms.filter((m) => m.headers.correlationId === correlationId);
-  return mine(await consumeUntil(stackBrokers(), (ms) => until(mine(ms))));
+  return mine(await consumeUntil(stackKafka(), (ms) => until(mine(ms))));
 }
 
 /** Sequence numbers per key, in topic order (a key lives on one partition, whose order the consumer keeps). */
@@ -71,9 +70,9 @@ test('the broker answers a produce request per partition: a too-large message fa
   // publish them twice; the relay sends each partition again on its own instead, which the broker
   // recognises (next tests).
   const run = crypto.randomUUID();
-  const kafka = new Kafka({ clientId: 'poison-test', brokers: stackBrokers().split(','), logLevel: logLevel.NOTHING });
+  const kafka = stackKafka('relay', 'poison-test');
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-  await createTopic(stackBrokers(), TOPIC, { partitions: 3 });
+  await ensureStackTopic(TOPIC, 3);
   await producer.connect();
   const messages: Message[] = [
     { partition: 0, key: 'poison', value: 'x'.repeat(TOO_LARGE), headers: { correlationId: run, messageId: 'p0-big' } },

@@ -17,13 +17,10 @@ import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume'
 import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
+import { stackBrokers, stackKafka, stackKafkaEnv } from '../support/relay';
 
 const AS_OF_DATE = '2026-09-02';
-const brokers = () => {
-  const value = process.env.KAFKA_BROKERS;
-  if (!value) throw new Error('KAFKA_BROKERS is not set: run the tests with npm test');
-  return value;
-};
+const brokers = stackBrokers;
 
 const stack = useIntegration('relay', { client: true, relayPoolSize: 6 });
 
@@ -31,7 +28,7 @@ const validate = addFormats(new Ajv2020({ allErrors: true, strict: true })).comp
 
 function relayConfig(overrides: Record<string, string> = {}) {
   return loadConfig({
-    KAFKA_BROKERS: brokers(),
+    ...stackKafkaEnv('relay'),
     DATABASE_URL: stack.db.relayUrl,
     RELAY_POLL_INTERVAL: '200ms',
     ...overrides,
@@ -79,7 +76,10 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
   let received: ConsumedMessage[];
   try {
     received = (
-      await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === handle.workflowId).length >= 3)
+      await consumeUntil(
+        stackKafka(),
+        (ms) => ms.filter((m) => m.headers.correlationId === handle.workflowId).length >= 3,
+      )
     ).filter((m) => m.headers.correlationId === handle.workflowId);
     await waitFor(async () => (await unpublished()) === 0);
   } finally {
@@ -143,7 +143,7 @@ test('the relay killed between produce and mark publishes the event again, with 
   }
 
   const copies = (
-    await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.messageId === row.id).length >= 2)
+    await consumeUntil(stackKafka(), (ms) => ms.filter((m) => m.headers.messageId === row.id).length >= 2)
   ).filter((m) => m.headers.messageId === row.id);
   expect(copies).toHaveLength(2);
   expect(copies[0].value).toBe(copies[1].value);
@@ -174,7 +174,11 @@ test('two relays at once over a few thousand rows publish every row, in order pe
   expect(a.publishedTotal + b.publishedTotal).toBe(3_000);
 
   const ours = (
-    await consumeUntil(brokers(), (ms) => ms.filter((m) => m.headers.correlationId === batch).length >= 3_000, 120_000)
+    await consumeUntil(
+      stackKafka(),
+      (ms) => ms.filter((m) => m.headers.correlationId === batch).length >= 3_000,
+      120_000,
+    )
   ).filter((m) => m.headers.correlationId === batch);
   expect(new Set(ours.map((m) => m.headers.messageId)).size).toBe(3_000);
   const seqByKey = new Map<string, number[]>();

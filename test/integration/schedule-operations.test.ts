@@ -84,6 +84,13 @@ test('schedule apply on an existing schedule keeps pause state, note, remaining 
     policies: { ...s.policies, catchupWindow: '5m', pauseOnFailure: true },
     state: { ...s.state, remainingActions: 5 },
   }));
+  // The server applies an update and a pause to the schedule asynchronously: on the Temporal server on
+  // PostgreSQL the pause right after the update was once found undone (the update, read before the pause,
+  // carries paused=false). An operator's pause comes long after an update; so does this one.
+  await eventually(async () => {
+    const d = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
+    return d.state.remainingActions === 5 ? d : undefined;
+  }, 'the update to show');
   await cli('schedule', 'pause', '--schedule-id', scheduleId, '--reason', 'INC-7: freeze');
   const changed = await cli<ScheduleReport>('schedule', 'describe', '--schedule-id', scheduleId);
   expect(changed.spec).toEqual(

@@ -1,16 +1,20 @@
 /**
  * Starts the local stack once for all integration test files (or adopts one named by the environment)
- * and bundles the workflow code once, so each test's worker starts in milliseconds.
+ * and bundles the workflow code once, so each test's worker starts in milliseconds. With
+ * `STACK_PROFILE=production` (`npm run test:production`) the stack is the production profile's: TLS and
+ * SCRAM on PostgreSQL, SASL_SSL on Kafka, the Temporal server with mTLS; the same test files run on it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { writeTestBundle } from './bundle';
+import { STACK_ENV_KEYS, onProductionProfile } from './profile';
 
 const READY = 'STACK_READY ';
 
-function startStackProcess(): Promise<{ child: ChildProcess; env: Record<string, string> }> {
+function startStackProcess(production: boolean): Promise<{ child: ChildProcess; env: Record<string, string> }> {
   const root = path.resolve(__dirname, '..', '..');
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', '--json'], {
+  const args = [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', '--json', ...(production ? ['--production'] : [])];
+  const child = spawn(process.execPath, args, {
     cwd: root,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -27,9 +31,12 @@ function startStackProcess(): Promise<{ child: ChildProcess; env: Record<string,
 
 export default async function globalSetup(): Promise<void> {
   if (!(process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS)) {
-    const { child, env } = await startStackProcess();
+    const production = onProductionProfile();
+    const { child, env } = await startStackProcess(production);
     (globalThis as { __stack?: ChildProcess }).__stack = child;
     Object.assign(process.env, env);
+    // The production profile's own checks (test/production) start their own servers; they drop these.
+    if (production) process.env[STACK_ENV_KEYS] = Object.keys(env).join(',');
   }
   // Built once for every test file.
   process.env.WORKFLOW_BUNDLE_PATH = await writeTestBundle();

@@ -15,6 +15,7 @@ import { REDACTED_PATHS } from '../../src/observability/logger';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { createMigratedDatabase } from '../../scripts/stack/database';
 import type { Tracing } from '../../src/observability/tracing';
+import { connectTemporal, temporalConnectionOptions, type TemporalConnectOptions } from '../../src/temporal/connection';
 import { createWorker } from '../../src/temporal/worker';
 import type { CycleWorkflow } from '../../src/workflows';
 
@@ -66,9 +67,43 @@ export async function resetData(db: TestDatabase): Promise<void> {
   );
 }
 
-/** Configuration as the worker would load it, plus overrides. */
+/**
+ * How the stack says to reach its Temporal frontend over mTLS: the client certificate, key and CA, and the
+ * name its certificate carries. The production profile prints them; the dev stack prints none.
+ */
+const TEMPORAL_TLS_VARIABLES = [
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+] as const;
+
+/** The given variables of `names` in the environment (unset and empty ones left out). */
+export function stackVariables(names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = process.env[name];
+    if (value) out[name] = value;
+  }
+  return out;
+}
+
+/** Configuration as the worker would load it on the stack's Temporal (with its TLS files, if any), plus overrides. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ TEMPORAL_ADDRESS: required('TEMPORAL_ADDRESS'), ...overrides });
+  return loadConfig({
+    TEMPORAL_ADDRESS: required('TEMPORAL_ADDRESS'),
+    ...stackVariables(TEMPORAL_TLS_VARIABLES),
+    ...overrides,
+  });
+}
+
+/**
+ * The stack's Temporal frontend, connected with the job's own connection code (`connectTemporal`, which
+ * reads the TLS settings and says what to set when the frontend refuses): `NativeConnection.connect` for a
+ * worker, `Connection.connect` for a client.
+ */
+export function connectToStack<T>(connect: (options: TemporalConnectOptions) => Promise<T>): Promise<T> {
+  return connectTemporal(temporalConnectionOptions(testConfig()), connect);
 }
 
 /** Log lines a test worker wrote, parsed, so tests can assert on them. */
@@ -105,7 +140,7 @@ export async function startTestWorker(
   options: { taskQueue?: string; config?: Config; tracing?: Tracing } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
-  const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
+  const connection = await connectToStack((o) => NativeConnection.connect(o));
   const logs = new CapturedLogs();
   const worker = await createWorker({
     config: options.config ?? testConfig(),
@@ -132,9 +167,9 @@ export async function startTestWorker(
   };
 }
 
-/** A client of the dev server; close it after the file. */
+/** A client of the stack's Temporal; close it after the file. */
 export async function connectClient(): Promise<{ client: Client; close(): Promise<void> }> {
-  const connection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
+  const connection = await connectToStack((o) => Connection.connect(o));
   return { client: new Client({ connection }), close: () => connection.close() };
 }
 

@@ -53,7 +53,7 @@ export const kafkaOutage = cycleScenario(
     await retryParkedCommand(loadConfig({ DATABASE_URL: run.db.relayUrl }), { id: poison });
     await waitFor('the outbox to drain', async () => (await outboxCount(run.db, true)) === 0);
     const onTopic = await consumeUntil(
-      run.h.stack.kafkaBrokers,
+      run.h.topicReader,
       (ms) => ms.filter((m) => m.headers.correlationId === POISON_CORRELATION).length >= 2,
       60_000,
     );

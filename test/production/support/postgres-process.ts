@@ -12,6 +12,8 @@ export interface PostgresProcess {
 
 export function startPostgresProcess(): Promise<PostgresProcess> {
   const child = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(__dirname, 'postgres-child.ts')], {
+    // This file's environment, not the runner's: a shared stack's DATABASE_URL there would be adopted.
+    env: { ...process.env },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
