@@ -35,7 +35,9 @@ const sh = promisify(execFile);
 /** Starts a long-running service's script, its output into `<name>.log` of the stack folder. */
 function startService(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
   const out = fs.openSync(path.join(secrets.dir, `${name}.log`), 'a');
-  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', out, out] });
+  // Its own process group: the script's shell does not exec the server, so stopping the shell alone
+  // would leave the server running (a UI server outlived every test run so).
+  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', out, out], detached: true });
   fs.closeSync(out);
   services.push(child);
   return child;
@@ -44,10 +46,19 @@ function startService(name: string, script: string, env: NodeJS.ProcessEnv): Chi
 async function stopService(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  signalGroup('SIGTERM');
+  const timer = setTimeout(() => signalGroup('SIGKILL'), 20_000);
   await exited;
   clearTimeout(timer);
+  // The shell may end before the server it started; give the rest of the group its signal too.
+  signalGroup('SIGTERM');
 }
 
 /** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `child` exited. */
