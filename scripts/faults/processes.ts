@@ -68,6 +68,8 @@ export const startWorker = (h: Harness, db: FaultDb, taskQueue: string, env: Rec
 export const startRelay = (h: Harness, db: FaultDb, env: Record<string, string> = {}): Proc =>
   startProcess(h, 'relay', {
     DATABASE_URL: db.relayUrl,
+    // The production profile prints the relay's URL of its own database; the relay reads it before DATABASE_URL.
+    RELAY_DATABASE_URL: db.relayUrl,
     KAFKA_BROKERS: h.stack.kafkaBrokers,
     RELAY_POLL_INTERVAL: '200ms',
     RELAY_MAX_BACKOFF: '2s',

@@ -26,11 +26,12 @@ import { sleep } from '../support/wait';
 import { testConfig } from '../support/stack';
 import type { CycleWorkflow } from '../../src/workflows';
 import { useIntegration } from '../support/harness';
-import { devOnlyTest } from '../support/profile';
+import { devOnlyTest, productionOnlyTest } from '../support/profile';
 
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
 const SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle.png');
 const HISTORY_SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle-history.png');
+const PRODUCTION_SCREENSHOT = path.join(ARTIFACTS, 'web-ui-cycle-production.png');
 /** How long one UI element may take to appear (the UI polls the server; the machine is small). */
 const UI_TIMEOUT = 30_000;
 
@@ -94,39 +95,43 @@ function markdownUnder(page: Page, heading: string): FrameLocator {
     .contentFrame();
 }
 
+/**
+ * What both profiles' tests do first: three documents due, a cycle through the schedule run to its end, and
+ * the operator's way in, the UI's workflow list filtered to this schedule's cycles, newest first, with that
+ * cycle as its only row, completed.
+ */
+async function cycleInTheList() {
+  await chromiumPath(); // fails at once, saying what is missing, when there is no browser
+  const asOfDate = utcDate(new Date());
+  const seeded = await insertDocuments(stack.db.admin, asOfDate, [{ daysLeft: 30 }, { daysLeft: 7 }, { daysLeft: 0 }]);
+  const owners = seeded.map((d) => d.ownerUserId);
+
+  const workflowId = await triggerScheduledCycle(stack.client);
+  const result = await stack.client.workflow.getHandle<CycleWorkflow>(workflowId).result();
+  expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 3, ownersNotified: 3 }));
+
+  browser = await launchBrowser();
+  const { page } = browser;
+  page.setDefaultTimeout(UI_TIMEOUT);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+
+  const query = `WorkflowType="${WORKFLOW_TYPE}" AND TemporalScheduledById="${scheduleId}"`;
+  await page.goto(`${uiUrl()}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+  const rows = page.getByTestId('workflows-summary-configurable-table-row');
+  const latest = rows.first();
+  const link = latest.getByRole('link', { name: workflowId, exact: true });
+  await link.waitFor();
+  await expect(rows.count()).resolves.toBe(1);
+  await latest.getByText('Completed', { exact: true }).waitFor();
+  return { page, link, workflowId, owners, resultAsOfDate: result.asOf.slice(0, 10) };
+}
+
 devOnlyTest(
   'the Web UI shows the latest scheduled cycle with its summary, outcome and owner activities',
-  'its selectors are UI 2.42.1’s (the dev server’s); the profile’s ui-server v2.54.1 lists the cycle alike but ' +
-    'opens it on /timeline, without the summary where 2.42.1 shows it',
+  'its selectors are UI 2.42.1’s (the dev server’s); the profile’s ui-server v2.54.1 opens a cycle on ' +
+    '/timeline and lays out its metadata otherwise (the test below checks what both show)',
   async () => {
-    await chromiumPath(); // fails at once, saying what is missing, when there is no browser
-    const asOfDate = utcDate(new Date());
-    const seeded = await insertDocuments(stack.db.admin, asOfDate, [
-      { daysLeft: 30 },
-      { daysLeft: 7 },
-      { daysLeft: 0 },
-    ]);
-    const owners = seeded.map((d) => d.ownerUserId);
-
-    const workflowId = await triggerScheduledCycle(stack.client);
-    const result = await stack.client.workflow.getHandle<CycleWorkflow>(workflowId).result();
-    expect(result).toEqual(expect.objectContaining({ status: 'completed', remindersSent: 3, ownersNotified: 3 }));
-    const resultAsOfDate = result.asOf.slice(0, 10);
-
-    browser = await launchBrowser();
-    const { page } = browser;
-    page.setDefaultTimeout(UI_TIMEOUT);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-
-    // The operator's way in: the workflow list, filtered to this schedule's cycles, newest first.
-    const query = `WorkflowType="${WORKFLOW_TYPE}" AND TemporalScheduledById="${scheduleId}"`;
-    await page.goto(`${uiUrl()}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
-    const rows = page.getByTestId('workflows-summary-configurable-table-row');
-    const latest = rows.first();
-    const link = latest.getByRole('link', { name: workflowId, exact: true });
-    await link.waitFor();
-    await expect(rows.count()).resolves.toBe(1);
-    await latest.getByText('Completed', { exact: true }).waitFor();
+    const { page, link, workflowId, owners, resultAsOfDate } = await cycleInTheList();
 
     // History tab: outcome in the header, the summary in the start event, a timeline bar for the owner
     // group (the worker's default group holds all three owners), named by its first and last owner.
@@ -170,5 +175,18 @@ devOnlyTest(
 
     await screenshotWholePage(page, SCREENSHOT);
     expect(fs.statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+  },
+);
+
+productionOnlyTest(
+  'the UI server lists the scheduled cycle and opens it with its outcome, over mTLS to the frontend',
+  async () => {
+    const { page, link, workflowId } = await cycleInTheList();
+    await link.click();
+    await page.waitForURL(/\/(history|timeline)$/);
+    await page.getByTestId('workflow-id-heading').getByText(workflowId).waitFor();
+    await page.locator('header').getByText('Completed', { exact: true }).first().waitFor();
+    await screenshotWholePage(page, PRODUCTION_SCREENSHOT);
+    expect(fs.statSync(PRODUCTION_SCREENSHOT).size).toBeGreaterThan(10_000);
   },
 );

@@ -20,3 +20,11 @@ export function devOnlyTest(name: string, why: string, fn: jest.ProvidesCallback
   if (onProductionProfile()) test.skip(`${name} [skipped on the production profile: ${why}]`, fn, timeout);
   else test(name, fn, timeout);
 }
+
+/**
+ * A test of what only the production profile has (its own servers, e.g. the UI server). Not registered on
+ * the dev profile, whose run stays as it was.
+ */
+export function productionOnlyTest(name: string, fn: jest.ProvidesCallback, timeout?: number): void {
+  if (onProductionProfile()) test(name, fn, timeout);
+}
