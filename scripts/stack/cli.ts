@@ -1,14 +1,17 @@
 /**
- * `npm run stack`: the local stack for a shell. stdout carries only `export` lines, so both of these work:
+ * `npm run stack`: the local stack for a shell. stdout carries only `export` lines:
  *
- *   npm run stack -- --production  the production profile (TLS, SCRAM, mTLS; docs/DEPLOYMENT.md)
- *   npm run stack                  in a terminal: starts it in the foreground; Ctrl-C stops it
- *   eval "$(npm run -s stack)"     starts it in the background and sets the variables in this shell;
- *                                  `npm run -s stack -- stop` stops it (STACK_PID names it)
+ *   npm run stack                            starts it in the foreground; Ctrl-C (or the end of the shell,
+ *                                            the script or the terminal that started it) stops it
+ *   eval "$(npm run -s stack -- --background)"  starts it in the background and sets the variables in this
+ *                                            shell; `npm run -s stack -- stop` stops it (STACK_PID names it)
+ *   npm run stack -- --production            the production profile (TLS, SCRAM, mTLS; docs/DEPLOYMENT.md),
+ *                                            with two workers and two relays of the job (`--no-job`: none)
  *
  * Every progress and server line goes to stderr (the background stack's to its log file). With `--json`
  * stdout carries one `STACK_READY {…}` line and the stack lives as long as its stdin (the test runner's
- * link); `--foreground` and `--background` override the choice made from whether stdout is a terminal.
+ * link). The background is never chosen for the caller: a harness that ran `npm run stack > log &` and
+ * killed it was left with the stack running.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,7 +52,48 @@ const STACK_VARIABLES = [
   'KAFKA_SASL_USERNAME',
   'KAFKA_SASL_PASSWORD',
   'STACK_KAFKA_ADMIN_PASSWORD',
+  'STACK_WORKER_METRICS_URLS',
+  'STACK_RELAY_METRICS_URLS',
 ];
+
+/** What the command line asked for. */
+interface Profile {
+  production: boolean;
+  /** Two workers and two relays of the job on the production profile (not with `--json` or `--no-job`). */
+  job: boolean;
+}
+
+/** This process's ancestors up to init, from /proc (empty where there is none): the shell, npm, a script. */
+function ancestors(): number[] {
+  const pids: number[] = [];
+  let pid = process.ppid;
+  while (pid > 1 && pids.length < 64) {
+    pids.push(pid);
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // Fields after the command name, which may hold spaces and parentheses: state, then the parent's pid.
+      pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      break;
+    }
+  }
+  return pids;
+}
+
+/**
+ * Calls `onOrphaned` once any process that started this one is gone: a foreground stack must not outlive
+ * the shell, script or test that ran it (killing `npm` does not reach a grandchild; no signal comes).
+ */
+function watchAncestors(onOrphaned: (pid: number) => void): NodeJS.Timeout {
+  const parent = process.ppid;
+  const watched = ancestors();
+  const timer = setInterval(() => {
+    const gone = process.ppid !== parent ? parent : watched.find((pid) => !alive(pid));
+    if (gone !== undefined) onOrphaned(gone);
+  }, 1_000);
+  timer.unref();
+  return timer;
+}
 
 const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
 const exportLines = (env: Record<string, string>) =>
@@ -58,8 +102,23 @@ const exportLines = (env: Record<string, string>) =>
     .join('');
 
 /** Runs the stack in this process until a signal (or, with `json`, until stdin ends). */
-async function serve(mode: 'json' | 'foreground' | 'daemon', production: boolean): Promise<void> {
-  const stack = await startStack({ production, log: (line) => process.stderr.write(`[stack] ${line}\n`) });
+async function serve(mode: 'json' | 'foreground' | 'daemon', profile: Profile): Promise<void> {
+  // Watched from the start: a cold start builds the Temporal server for minutes, and its caller may give up.
+  let orphaned = false;
+  const running: { stop?: () => void } = {};
+  if (mode === 'foreground') {
+    watchAncestors((pid) => {
+      if (orphaned) return;
+      orphaned = true;
+      process.stderr.write(`[stack] the process that started the stack (pid ${pid}) is gone; stopping\n`);
+      running.stop?.();
+    });
+  }
+  const stack = await startStack({
+    production: profile.production,
+    ...(profile.job ? { job: { workers: 2, relays: 2 }, jobLogDir: path.join(STATE_DIR, `job-${timestamp()}`) } : {}),
+    log: (line) => process.stderr.write(`[stack] ${line}\n`),
+  });
   // The dev server's handle does not keep Node alive: with PostgreSQL and Kafka adopted from the
   // environment (no child processes of ours), the stack would exit right after saying it is ready.
   const keepAlive = setInterval(() => {}, 1 << 30);
@@ -74,6 +133,8 @@ async function serve(mode: 'json' | 'foreground' | 'daemon', production: boolean
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
+  running.stop = () => void stop();
+  if (orphaned) return stop();
   if (mode === 'json') {
     // The test runner holds our stdin; when it goes away, so does the stack.
     process.stdin.on('end', () => void stop()).resume();
@@ -84,7 +145,11 @@ async function serve(mode: 'json' | 'foreground' | 'daemon', production: boolean
     process.stdout.write(`${READY}${JSON.stringify({ ...stack.env, STACK_PID: String(process.pid) })}\n`);
   } else {
     process.stdout.write(exportLines(stack.env));
-    process.stderr.write('[stack] up; Ctrl-C stops it\n');
+    process.stderr.write(
+      process.stdout.isTTY
+        ? '[stack] up; Ctrl-C stops it\n'
+        : '[stack] up in the foreground; Ctrl-C stops it (for eval "$(…)", start it with --background)\n',
+    );
   }
 }
 
@@ -96,6 +161,8 @@ function readPid(file: string): number | undefined {
     return undefined;
   }
 }
+
+const timestamp = () => new Date().toISOString().replace(/[:.]/g, '-');
 
 function alive(pid: number): boolean {
   try {
@@ -110,13 +177,19 @@ function alive(pid: number): boolean {
  * Starts the stack as a detached process whose output goes to a log file, copies that log to stderr
  * until the stack is ready, then prints the export lines and returns, leaving the stack running.
  */
-async function launchInBackground(production: boolean): Promise<void> {
+async function launchInBackground(profile: Profile): Promise<void> {
   fs.mkdirSync(STATE_DIR, { recursive: true });
-  const logFile = path.join(STATE_DIR, `stack-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+  const logFile = path.join(STATE_DIR, `stack-${timestamp()}.log`);
   const logFd = fs.openSync(logFile, 'a');
   const child = spawn(
     process.execPath,
-    [require.resolve('tsx/cli'), __filename, '--daemon', ...(production ? ['--production'] : [])],
+    [
+      require.resolve('tsx/cli'),
+      __filename,
+      '--daemon',
+      ...(profile.production ? ['--production'] : []),
+      ...(profile.production && !profile.job ? ['--no-job'] : []),
+    ],
     {
       detached: true,
       stdio: ['ignore', 'pipe', logFd],
@@ -178,18 +251,18 @@ async function stopBackground(): Promise<void> {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const known = ['--json', '--daemon', '--foreground', '--background', '--production', 'stop'];
+  const known = ['--json', '--daemon', '--foreground', '--background', '--production', '--no-job', 'stop'];
+  const usage = 'usage: npm run stack [-- [--production [--no-job]] [--background|--json] | stop]';
   const unknown = args.filter((a) => !known.includes(a));
-  if (unknown.length > 0)
-    throw new Error(
-      `unknown argument ${unknown.join(' ')}; usage: npm run stack [-- [--production] --foreground|--background|--json|stop]`,
-    );
+  if (unknown.length > 0) throw new Error(`unknown argument ${unknown.join(' ')}; ${usage}`);
+  if (args.includes('--no-job') && !args.includes('--production'))
+    throw new Error(`--no-job applies to the production profile only (the dev stack runs no job); ${usage}`);
   if (args.includes('stop')) return stopBackground();
   const production = args.includes('--production');
-  if (args.includes('--json')) return serve('json', production);
-  if (args.includes('--daemon')) return serve('daemon', production);
-  const background = args.includes('--background') || (!args.includes('--foreground') && !process.stdout.isTTY);
-  return background ? launchInBackground(production) : serve('foreground', production);
+  const profile: Profile = { production, job: production && !args.includes('--no-job') && !args.includes('--json') };
+  if (args.includes('--json')) return serve('json', profile);
+  if (args.includes('--daemon')) return serve('daemon', profile);
+  return args.includes('--background') ? launchInBackground(profile) : serve('foreground', profile);
 }
 
 main().catch((err: Error) => {

@@ -15,6 +15,7 @@ import { stackDatabaseEnv } from './database';
 import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 import { startProductionTemporal } from './temporal-server';
+import { startJob, type JobOptions, type JobProcess, type RunningJob } from './job';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -26,6 +27,8 @@ export interface Stack {
   /** The production profile's certificates and passwords (undefined on the dev stack). */
   secrets?: StackSecrets;
   temporal: { address: string; namespace: string; uiUrl?: string; cliPath?: string };
+  /** The workers and relays this stack runs ({@link StackOptions.job}); empty without that option. */
+  job: JobProcess[];
   /** Variables that point a process (tests, worker, client) at this stack. */
   env: Record<string, string>;
   /**
@@ -52,6 +55,14 @@ export interface StackOptions {
   production?: boolean;
   /** The production profile's certificates and passwords; default a fresh 0700 folder that `stop()` removes. */
   secrets?: StackSecrets;
+  /**
+   * Run the job on the production profile too: this many workers and relays on its database, Temporal and Kafka, each
+   * with a metrics port of its own (printed as STACK_WORKER_METRICS_URLS and STACK_RELAY_METRICS_URLS) and
+   * its log in `jobLogDir`. `stop()` stops them first: workers drain, relays finish their batch.
+   */
+  job?: JobOptions;
+  /** Where the job's logs go; default `logs/` in the stack's secrets folder (removed with it). */
+  jobLogDir?: string;
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own (the production profile's with `secrets`). */
@@ -161,6 +172,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   });
   let temporal: RunningTemporal | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
+  let job: RunningJob | undefined;
   try {
     const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
     kafka = await startOrAdoptKafka(log, secrets);
@@ -176,25 +188,39 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       : await startDevTemporal(options, cliPath, log);
     const running = temporal;
     const broker = kafka.broker;
+    const env: Record<string, string> = {
+      STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
+      ...databaseEnv,
+      ...running.env,
+      KAFKA_BROKERS: kafka.brokers,
+      // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
+      ...broker?.clientEnv('relay'),
+      // The relay's user may only write: tests and tools read the topic back as the profile's admin.
+      ...(broker?.production && secrets ? { STACK_KAFKA_ADMIN_PASSWORD: secrets.passwords.kafkaTest } : {}),
+      ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
+    };
+    if (options.job) {
+      // The dev stack prints no DATABASE_URL of the job's roles (each test migrates its own database).
+      if (!secrets) throw new Error('the stack runs the job (workers and relays) on the production profile only');
+      job = await startJob({
+        ...options.job,
+        env,
+        logDir: options.jobLogDir ?? path.join(secrets.dir, 'logs'),
+        log,
+      });
+    }
+    const runningJob = job;
     return {
       postgres,
       kafka: broker,
       kafkaBrokers: kafka.brokers,
       secrets,
       temporal: { address: running.address, namespace: 'default', uiUrl: running.uiUrl, cliPath },
-      env: {
-        STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
-        ...databaseEnv,
-        ...running.env,
-        KAFKA_BROKERS: kafka.brokers,
-        // The relay's SASL_SSL settings (KAFKA_SSL*, KAFKA_SASL_*) in the production profile.
-        ...broker?.clientEnv('relay'),
-        // The relay's user may only write: tests and tools read the topic back as the profile's admin.
-        ...(broker?.production && secrets ? { STACK_KAFKA_ADMIN_PASSWORD: secrets.passwords.kafkaTest } : {}),
-        ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
-      },
+      job: runningJob?.processes ?? [],
+      env: { ...env, ...runningJob?.env },
       restartTemporal: (downMs: number) => running.restart(downMs),
       stop: async () => {
+        await runningJob?.stop();
         await running.stop();
         await broker?.destroy();
         await postgres.stop();
@@ -202,6 +228,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       },
     };
   } catch (err) {
+    await job?.stop(5_000).catch(() => {});
     await temporal?.stop().catch(() => {});
     await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});

@@ -1,9 +1,10 @@
 /**
- * `npm run stack` for a shell: `eval "$(npm run -s stack)"` starts it in the background and sets only
- * variables, `npm run -s stack -- stop` stops it. Run here against the suite's PostgreSQL and broker
+ * `npm run stack` for a shell: `eval "$(npm run -s stack -- --background)"` starts it in the background and
+ * sets only variables, `npm run -s stack -- stop` stops it; without the flag it stays in the foreground, even
+ * with its output in a file, and stops when whatever started it is gone. Run here against the suite's PostgreSQL and broker
  * (adopted through DATABASE_URL and KAFKA_BROKERS), so only a Temporal dev server is started.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,24 +24,37 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(cacheHome, { recursive: true, force: true }));
 
+/** The suite's PostgreSQL and broker, adopted; its own state folder. */
+const cliEnv = () => ({
+  ...process.env,
+  XDG_CACHE_HOME: cacheHome,
+  DATABASE_URL: process.env.STACK_DATABASE_ADMIN_URL,
+  KAFKA_BROKERS: process.env.KAFKA_BROKERS,
+  STACK_PID: '',
+});
+
 function stackCli(...args: string[]) {
   return run(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', ...args], {
     cwd: ROOT,
     timeout: 120_000,
-    env: {
-      ...process.env,
-      XDG_CACHE_HOME: cacheHome,
-      DATABASE_URL: process.env.STACK_DATABASE_ADMIN_URL,
-      KAFKA_BROKERS: process.env.KAFKA_BROKERS,
-      STACK_PID: '',
-    },
+    env: cliEnv(),
   });
+}
+
+async function temporalAnswers(address: string): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+    await connection.close();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const alive = processAlive;
 
 test('in the background it prints only export lines, the exported server answers, and stop ends it', async () => {
-  const started = await stackCli();
+  const started = await stackCli('--background');
   const lines = started.stdout.trimEnd().split('\n');
   expect(lines.filter((l) => !EXPORT_LINE.test(l))).toEqual([]);
   const env = Object.fromEntries(lines.map((l) => /^export ([A-Z_]+)='(.*)'$/.exec(l)!.slice(1, 3)));
@@ -74,6 +88,38 @@ test('in the background it prints only export lines, the exported server answers
   expect(again.stderr).toContain('no background stack is running');
 });
 
+test('without --background it stays in the foreground with its output in a file, and stops when the script that ran it is killed', async () => {
+  const out = path.join(cacheHome, 'foreground.out');
+  // A script that runs the stack with its output in a file, as a harness does (`npm run stack > log &`).
+  const script = spawn(
+    'bash',
+    [
+      '-c',
+      `"$0" "$1" scripts/stack/cli.ts > '${out}' 2> '${out}.err' & wait`,
+      process.execPath,
+      require.resolve('tsx/cli'),
+    ],
+    { cwd: ROOT, env: cliEnv(), stdio: 'ignore' },
+  );
+  let address = '';
+  try {
+    await waitFor(async () => {
+      const printed = fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : '';
+      address = /^export TEMPORAL_ADDRESS='([^']+)'$/m.exec(printed)?.[1] ?? '';
+      return address !== '';
+    }, 90_000);
+    expect(fs.readFileSync(`${out}.err`, 'utf8')).toContain('up in the foreground');
+    expect(fs.readFileSync(out, 'utf8')).not.toContain('STACK_PID');
+    expect(await temporalAnswers(address)).toBe(true);
+  } finally {
+    script.kill('SIGKILL');
+  }
+  await waitFor(async () => !(await temporalAnswers(address)), 30_000, 500);
+  expect(fs.readFileSync(`${out}.err`, 'utf8')).toMatch(
+    /the process that started the stack \(pid \d+\) is gone; stopping/,
+  );
+});
+
 test('a mistyped argument is refused with the usage, and starts nothing', async () => {
   const pidFile = path.join(cacheHome, 'expiry-reminder', 'stack', 'stack.pid');
   const before = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : undefined;
@@ -83,5 +129,12 @@ test('a mistyped argument is refused with the usage, and starts nothing', async 
   );
   expect(failure?.code).toBe(1);
   expect(failure?.stderr).toContain('unknown argument --backgrund; usage: npm run stack');
+  // --no-job without --production: the dev stack runs no job, and saying so beats ignoring it.
+  const misplaced = await stackCli('--no-job').then(
+    () => undefined,
+    (err: Error & { code?: number; stderr?: string }) => err,
+  );
+  expect(misplaced?.code).toBe(1);
+  expect(misplaced?.stderr).toContain('--no-job applies to the production profile only');
   expect(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : undefined).toBe(before);
 });

@@ -9,6 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { TASK_QUEUE } from '../../src/domain/names';
+import { STACK_DATABASE } from '../../scripts/stack/database';
+import { insertDocuments, outbox } from '../support/data';
 import { processAlive } from '../support/wait';
 
 const run = promisify(execFile);
@@ -34,6 +37,89 @@ function stackCli(...args: string[]) {
 }
 
 const alive = processAlive;
+
+/** Pids of the workers and relays the stack ran, read from their /proc entries while it runs. */
+const jobPids: number[] = [];
+
+/** The sum of one counter over the Prometheus pages at `urls` (space-separated), and each page's share. */
+async function counterOf(urls: string, name: string): Promise<number[]> {
+  return Promise.all(
+    urls.split(' ').map(async (url) => {
+      const text = await (await fetch(url)).text();
+      return text
+        .split('\n')
+        .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    }),
+  );
+}
+
+/**
+ * The profile runs the job as a deployment does: two workers poll the task queue (as `temporal task-queue
+ * describe` shows an operator), a cycle started with the client queues one reminder per owner, the two
+ * relays publish every row once, and the workers' and relays' counters add up to what the outbox holds.
+ */
+async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): Promise<void> {
+  const workerUrls = env.STACK_WORKER_METRICS_URLS.split(' ');
+  const relayUrls = env.STACK_RELAY_METRICS_URLS.split(' ');
+  expect([workerUrls.length, relayUrls.length]).toEqual([2, 2]);
+  for (const url of [...workerUrls, ...relayUrls]) {
+    expect((await fetch(url.replace(/metrics$/, 'healthz'))).status).toBe(200);
+  }
+  const cliEnv = { ...process.env, ...env };
+  const described = await run(
+    env.TEMPORAL_CLI_PATH,
+    ['task-queue', 'describe', '--task-queue', TASK_QUEUE, '--output', 'json'],
+    { env: cliEnv },
+  );
+  const pollers = new Set([...described.stdout.matchAll(/"identity":\s*"([^"]+)"/g)].map((m) => m[1]));
+  expect(pollers.size).toBe(2);
+  for (const identity of pollers) jobPids.push(Number(identity.split('@')[0]));
+
+  const owners = 120;
+  const adminUrl = new URL(env.STACK_DATABASE_ADMIN_URL);
+  adminUrl.pathname = `/${STACK_DATABASE}`;
+  const admin = new pg.Client({ connectionString: adminUrl.toString() });
+  await admin.connect();
+  try {
+    const asOf = new Date().toISOString().slice(0, 10);
+    await insertDocuments(
+      admin,
+      asOf,
+      Array.from({ length: owners }, () => ({ daysLeft: 5 })),
+    );
+    const cycle = await run(
+      process.execPath,
+      [require.resolve('tsx/cli'), 'src/client.ts', 'cycle', 'run', '--as-of', asOf, '--wait'],
+      { cwd: ROOT, env: cliEnv, timeout: 300_000 },
+    );
+    expect(JSON.parse(cycle.stdout)).toMatchObject({ result: { status: 'completed', remindersSent: owners } });
+    const deadline = Date.now() + 120_000;
+    const unpublished = async () =>
+      Number(
+        (
+          await admin.query<{ n: string }>(
+            'select count(*) as n from profile.outbox_messages where published_at is null',
+          )
+        ).rows[0].n,
+      );
+    while ((await unpublished()) > 0) {
+      if (Date.now() > deadline) throw new Error('the two relays did not publish the outbox within 120 s');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const rows = await outbox(admin);
+    expect(rows).toHaveLength(owners);
+    const queued = await counterOf(env.STACK_WORKER_METRICS_URLS, 'profile_document_expiry_reminders_total');
+    const published = await counterOf(env.STACK_RELAY_METRICS_URLS, 'profile_outbox_relay_published_total');
+    process.stderr.write(
+      `reminders queued per worker ${queued.join(', ')}; published per relay ${published.join(', ')}\n`,
+    );
+    expect(queued.reduce((a, b) => a + b)).toBe(owners);
+    expect(published.reduce((a, b) => a + b)).toBe(owners);
+  } finally {
+    await admin.end();
+  }
+}
 
 test('in the background it prints the profile’s variables, they connect over TLS, and stop leaves nothing behind', async () => {
   const started = await stackCli('--production', '--background');
@@ -67,11 +153,14 @@ test('in the background it prints the profile’s variables, they connect over T
     }
     expect(fs.existsSync(folder)).toBe(true);
 
+    await twoWorkersAndTwoRelaysShareACycle(env);
+
     const stopped = await stackCli('stop');
     expect(stopped.stdout).toMatch(/^unset STACK_PID [A-Z_ ]+\n$/);
     expect(stopped.stdout).toContain(' KAFKA_SASL_PASSWORD');
     expect(alive(pid)).toBe(false);
     expect(fs.existsSync(folder)).toBe(false);
+    for (const jobPid of jobPids) expect(alive(jobPid)).toBe(false);
   } finally {
     if (alive(pid)) process.kill(pid, 'SIGTERM');
   }

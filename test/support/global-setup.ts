@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { writeTestBundle } from './bundle';
 import { STACK_ENV_KEYS, onProductionProfile } from './profile';
+import { processAlive } from './wait';
 
 const READY = 'STACK_READY ';
 
@@ -30,6 +31,12 @@ function startStackProcess(production: boolean): Promise<{ child: ChildProcess; 
 }
 
 export default async function globalSetup(): Promise<void> {
+  const stackPid = Number(process.env.STACK_PID);
+  if (stackPid > 0 && !processAlive(stackPid))
+    throw new Error(
+      `This shell still has the variables of a stack that is gone (STACK_PID=${stackPid}): ` +
+        'run eval "$(npm run -s stack -- stop)" to unset them, or start it again with --background',
+    );
   if (!(process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS)) {
     const production = onProductionProfile();
     const { child, env } = await startStackProcess(production);

@@ -1,0 +1,148 @@
+/**
+ * The job itself on a stack: workers and relays as the operator runs them (`npm run worker`, `npm run relay`,
+ * here `tsx src/worker.ts` and `tsx src/relay.ts`), each with the stack's variables and a metrics port of its
+ * own, its log in a file. The production profile runs two of each, so that every run on it shares the task
+ * queue between two pollers and the outbox between two relays, as a deployment does.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../src/observability/ports';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** How many of each the stack runs. */
+export interface JobOptions {
+  workers: number;
+  relays: number;
+}
+
+/** One worker or relay process the stack runs. */
+export interface JobProcess {
+  name: string;
+  pid: number;
+  metricsUrl: string;
+  logFile: string;
+}
+
+export interface RunningJob {
+  processes: JobProcess[];
+  /** STACK_WORKER_METRICS_URLS and STACK_RELAY_METRICS_URLS: where Prometheus (or a test) reads each one. */
+  env: Record<string, string>;
+  /** SIGTERM to each (workers drain, relays finish their batch), SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** The message each entry point logs once it serves (src/worker.ts, src/relay.ts). */
+const STARTED = { worker: 'worker started', relay: 'relay started' } as const;
+const START_TIMEOUT_MS = 120_000;
+
+/** Children being stopped on purpose: their exit is not news. */
+const stopping = new WeakSet<ChildProcess>();
+
+interface Child {
+  info: JobProcess;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+function lastLines(file: string, count = 5): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-count).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function startOne(
+  kind: 'worker' | 'relay',
+  index: number,
+  env: Record<string, string>,
+  logDir: string,
+  log: (line: string) => void,
+): Promise<Child> {
+  const name = `${kind}-${index}`;
+  const port = await freePort();
+  const logFile = path.join(logDir, `${name}.log`);
+  const out = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), `src/${kind}.ts`], {
+    cwd: ROOT,
+    // At info, whatever the caller's LOG_LEVEL: the start is read from the log.
+    env: { ...process.env, ...env, METRICS_PORT: String(port), LOG_LEVEL: 'info' },
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  // The stack's own exit (a test runner that dies) must not leave the job running.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      process.removeListener('exit', killOnExit);
+      if (!stopping.has(child))
+        log(`${name} exited (${signal ?? `exit ${code}`}); its log ends:\n${lastLines(logFile)}`);
+      resolve();
+    }),
+  );
+  const info: JobProcess = { name, pid: child.pid ?? 0, metricsUrl: `http://127.0.0.1:${port}/metrics`, logFile };
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited before it started; its log (${logFile}) ends:\n${lastLines(logFile)}`);
+    if (fs.readFileSync(logFile, 'utf8').includes(`"msg":"${STARTED[kind]}"`)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} did not start within ${START_TIMEOUT_MS / 1000} s; log: ${logFile}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  log(`${name} (pid ${info.pid}) serves ${info.metricsUrl}; log ${logFile}`);
+  return { info, child, exited };
+}
+
+async function stopAll(children: Child[], graceMs: number): Promise<void> {
+  await Promise.all(
+    children.map(async ({ child, exited }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      stopping.add(child);
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/**
+ * Starts `workers` workers and `relays` relays against the stack of `env` and waits until each logged that it
+ * serves; on a failure stops those already started and says which one failed, with the end of its log.
+ */
+export async function startJob(
+  options: JobOptions & { env: Record<string, string>; logDir: string; log: (line: string) => void },
+): Promise<RunningJob> {
+  fs.mkdirSync(options.logDir, { recursive: true });
+  const kinds = [
+    ...Array.from({ length: options.workers }, (_, i) => ['worker', i + 1] as const),
+    ...Array.from({ length: options.relays }, (_, i) => ['relay', i + 1] as const),
+  ];
+  options.log(`starting ${options.workers} workers and ${options.relays} relays`);
+  // All at once: each compiles the workflow bundle or connects on its own, and the two cores share that.
+  const results = await Promise.allSettled(
+    kinds.map(([kind, index]) => startOne(kind, index, options.env, options.logDir, options.log)),
+  );
+  const children = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await stopAll(children, 5_000);
+    throw failed.reason as Error;
+  }
+  const urls = (kind: string) =>
+    children
+      .filter((c) => c.info.name.startsWith(kind))
+      .map((c) => c.info.metricsUrl)
+      .join(' ');
+  return {
+    processes: children.map((c) => c.info),
+    env: { STACK_WORKER_METRICS_URLS: urls('worker-'), STACK_RELAY_METRICS_URLS: urls('relay-') },
+    stop: (graceMs = 35_000) => stopAll(children, graceMs),
+  };
+}
