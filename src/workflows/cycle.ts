@@ -40,7 +40,7 @@ import {
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
 import { cycleProgressQuery } from '../domain/progress';
-import { OwnerGroupWindow, retryBusyOwners } from './owner-groups';
+import { RemindOwnersInFlight, retryBusyOwners } from './owner-groups';
 import type { CycleSinks } from './sinks';
 
 const { resolveCycleSettings } = proxyActivities<Activities>({
@@ -109,7 +109,7 @@ interface CycleRun {
   state: CycleContinuation;
   counts: CycleCounts;
   scheduledAt: Date | undefined;
-  groups: OwnerGroupWindow;
+  groups: RemindOwnersInFlight;
   /** Why the cycle must stop scheduling new work now, if it must. */
   stopReason: () => CycleStatus | undefined;
   /** Resolves when a cancel is requested. */
@@ -190,7 +190,7 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
     state,
     counts,
     scheduledAt,
-    groups: new OwnerGroupWindow(settings, jobRunId, counts, progress, state.busyOwnerIds),
+    groups: new RemindOwnersInFlight(settings, jobRunId, counts, progress, state.busyOwnerIds),
     stopReason,
     cancelRequested,
   };
