@@ -11,7 +11,7 @@ import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import { toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
-import { createOwnerGroupActivity } from './owner-groups';
+import { createRemindOwners } from './owner-groups';
 
 export type { ActivityDeps } from './deps';
 export type { FailedOwner, RemindOwnersInput, RemindOwnersResult } from './owner-groups';
@@ -31,7 +31,10 @@ export interface CandidatePage {
  */
 export interface FindCandidatePageInput {
   window: CandidateWindow;
-  /** The first run id of the cycle's chain of runs: stable across continue-as-new. */
+  /**
+   * The first run id of the cycle's chain of runs, stable across continue-as-new. Named `cycleId` because
+   * activity inputs are recorded in history and read by workers of other versions.
+   */
   cycleId: string;
   jobRunId: string;
   page: number;
@@ -41,7 +44,10 @@ export interface FindCandidatePageInput {
 export interface PruneInput {
   asOfDate: string;
   retentionDays: number;
-  /** The cycle whose scan positions go too (with any older than {@link STALE_SCAN_POSITION_DAYS}). */
+  /**
+   * The first run id of the cycle whose scan positions go too (with any older than
+   * {@link STALE_SCAN_POSITION_DAYS}); `cycleId` like {@link FindCandidatePageInput.cycleId}.
+   */
   cycleId?: string;
   /** Rows per delete statement (each its own transaction). */
   chunkSize?: number;
@@ -49,7 +55,7 @@ export interface PruneInput {
 
 /** Builds the activity implementations around the worker's pool, logger and configuration. */
 export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
-  const remindOwners = createOwnerGroupActivity({ pool, logger, metrics });
+  const remindOwners = createRemindOwners({ pool, logger, metrics });
   return {
     /**
      * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated;
@@ -103,7 +109,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         if (hasNext) {
           const last = rows[rows.length - 1];
           await upsertScanPosition(pool, {
-            cycleId: input.cycleId,
+            firstRunId: input.cycleId,
             jobRunId: input.jobRunId,
             page: input.page,
             expiresAt: last.expires_at,

@@ -8,7 +8,12 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import { claimOwners, selectQueuedBy, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
+import {
+  remindOwnersInTransaction,
+  selectQueuedBy,
+  type OwnerClaim,
+  type QueuedByEarlierAttempt,
+} from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -44,7 +49,7 @@ export interface RemindOwnersResult {
 }
 
 /** The `remindOwners` activity around the worker's pool, logger and metrics. */
-export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>) {
+export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>) {
   const log = logger.child({ component: 'activities' });
 
   /**
@@ -52,7 +57,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
    * `readBack`, what an earlier attempt of this activity committed for these owners counts as won here
    * too: that attempt's worker may have died before it reported, and the claim finds nothing left.
    */
-  async function claimInTransaction(
+  async function remindInTransaction(
     input: CandidateWindow & { asOf: string; jobRunId: string },
     ownerUserIds: string[],
     queuedBy: string,
@@ -60,7 +65,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
   ): Promise<OwnerClaim[]> {
     const claims = await withTransaction(pool, async (tx) => {
       const earlier = readBack ? await selectQueuedBy(tx, ownerUserIds, queuedBy, input) : [];
-      const fresh = await claimOwners(tx, {
+      const fresh = await remindOwnersInTransaction(tx, {
         ownerUserIds,
         asOfDate: input.asOfDate,
         thresholdsDays: input.thresholdsDays,
@@ -133,7 +138,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
       try {
         // Isolation follows a failed group (whose commit may have been lost on the way back) or a try
         // of this loop that may have committed: always read back.
-        return { ok: true, claims: await claimInTransaction(input, [ownerUserId], queuedBy, true) };
+        return { ok: true, claims: await remindInTransaction(input, [ownerUserId], queuedBy, true) };
       } catch (err) {
         if (isPermanentDatabaseError(err) || attempt >= ISOLATED_ATTEMPTS) {
           return { ok: false, error: describeFailure(toActivityFailure(err)), unreachable: isConnectionError(err) };
@@ -144,7 +149,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
   }
 
   /**
-   * docs/DESIGN.md#owner-transaction for a group of owners in ONE transaction and one statement (`claimOwners`). A transient
+   * docs/DESIGN.md#owner-transaction for a group of owners in ONE transaction and one statement (`remindOwnersInTransaction`). A transient
    * error rolls the group back and fails the attempt, so Temporal's retry redoes exactly the same
    * work. A permanent error (or the last attempt) isolates the owners: each gets its own transaction
    * and a failing one is reported in `failed`, while the others are committed.
@@ -160,7 +165,7 @@ export function createOwnerGroupActivity({ pool, logger, metrics }: Pick<Activit
     // crashed worker within seconds.
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
-      return summarise(await claimInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), []);
+      return summarise(await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), []);
     } catch (err) {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(

@@ -1,4 +1,8 @@
-/** docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
+/**
+ * docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and
+ * the prune. One file because all three are the statements that write the reminder ledger, and they share
+ * its "due" and window rules.
+ */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
 import { currentThresholdSql, notRemindedSql, ownerInWindowSql, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';
@@ -26,7 +30,7 @@ export interface OwnerClaim {
   won: WonDocument[];
 }
 
-export interface ClaimOwnersParams extends CandidateWindow {
+export interface RemindOwnersParams extends CandidateWindow {
   ownerUserIds: readonly string[];
   /** AsOf as an ISO instant: `reminded_at` of the markers and `remindedAt` of the events. */
   asOf: string;
@@ -99,7 +103,7 @@ export function dueCtes(
  * threshold of the due documents, `ON CONFLICT DO NOTHING`, returning what was inserted), `won` (due
  * documents whose current-threshold marker this statement inserted) and `events` (one outbox row per owner
  * that won anything; it returns nothing, since the worker's role may insert outbox rows but not read
- * them). The product's `claimOwners` and the benchmark's one-statement baseline share it, so they cannot
+ * them). The product's `remindOwnersInTransaction` and the benchmark's one-statement baseline share it, so they cannot
  * drift apart.
  */
 export function claimCtes(owners: string, $: ClaimPlaceholders): string {
@@ -140,7 +144,7 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
      )`;
 }
 
-const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
+const REMIND_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
   asOfDate: '$2',
   thresholds: '$3',
   retentionDays: '$4',
@@ -160,7 +164,7 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
  * 1. {@link lockOwners} takes each owner's transaction-scoped advisory lock without waiting; an owner
  *    another transaction holds right now (a parallel instance, or this cycle's own second look) is
  *    reported busy and left alone, as the seed skips rows locked by a parallel instance;
- * 2. {@link claimLockedOwners} finds the locked owners' due documents, inserts markers for every crossed
+ * 2. {@link remindLockedOwners} finds the locked owners' due documents, inserts markers for every crossed
  *    threshold (`ON CONFLICT DO NOTHING`: the unique index decides who sends) and one outbox row per
  *    owner that won the current-threshold marker of at least one document, listing exactly those.
  * The locks come first, in a statement of their own, because a statement reads the snapshot it started
@@ -169,10 +173,10 @@ const CLAIM_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
  * One owner is the per-owner transaction of the spec; many owners share the round trips and the commit.
  * @returns one entry per distinct requested owner, in request order.
  */
-export async function claimOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
   const requested = [...new Set(p.ownerUserIds)];
   const locked = await lockOwners(db, requested);
-  const claims = new Map((await claimLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
+  const claims = new Map((await remindLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
   return requested.map(
     (ownerUserId) =>
       claims.get(ownerUserId) ?? {
@@ -200,9 +204,9 @@ export async function lockOwners(db: Queryable, ownerUserIds: readonly string[])
   return rows.map((r) => r.owner_user_id);
 }
 
-/** The claim of {@link claimLockedOwners}: `$1` the locked owners, the rest {@link CLAIM_OWNERS_PLACEHOLDERS}. */
+/** The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}. */
 const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),
-     ${claimCtes('locked', CLAIM_OWNERS_PLACEHOLDERS)},
+     ${claimCtes('locked', REMIND_OWNERS_PLACEHOLDERS)},
      due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
      marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
      won_per_owner as (
@@ -221,7 +225,7 @@ const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_u
        left join marks_per_owner m on m.owner_user_id = l.owner_user_id
        left join won_per_owner w on w.owner_user_id = l.owner_user_id`;
 
-const claimLockedOwnersParams = (p: ClaimOwnersParams) => [
+const claimLockedOwnersParams = (p: RemindOwnersParams) => [
   p.ownerUserIds,
   p.asOfDate,
   p.thresholdsDays,
@@ -238,7 +242,7 @@ const claimLockedOwnersParams = (p: ClaimOwnersParams) => [
 ];
 
 /** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
-export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<OwnerClaim[]> {
+export async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
   if (p.ownerUserIds.length === 0) return [];
   const { rows } = await db.query<{
     owner_user_id: string;
@@ -256,8 +260,8 @@ export async function claimLockedOwners(db: Queryable, p: ClaimOwnersParams): Pr
   }));
 }
 
-/** The plan of {@link claimLockedOwners} for `p` (EXPLAIN without ANALYZE: nothing is written). */
-export async function explainClaimLockedOwners(db: Queryable, p: ClaimOwnersParams): Promise<string> {
+/** The plan of {@link remindLockedOwners} for `p` (EXPLAIN without ANALYZE: nothing is written). */
+export async function explainClaimLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<string> {
   const { rows } = await db.query<{ 'QUERY PLAN': string }>(
     `explain ${CLAIM_LOCKED_OWNERS_SQL}`,
     claimLockedOwnersParams(p),

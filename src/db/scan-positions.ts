@@ -6,22 +6,23 @@ import type { PageCursor } from './candidates';
 import type { Queryable } from './pool';
 
 export interface ScanPosition extends PageCursor {
-  cycleId: string;
+  /** The cycle's first run id, stable across continue-as-new (column `cycle_id`). */
+  firstRunId: string;
   jobRunId: string;
   page: number;
   /** The activity attempt that wrote it: a stale attempt never overwrites a later one's position. */
   attempt: number;
 }
 
-/** Where page `page` of cycle `cycleId` ended, or undefined when no such page was read. */
+/** Where page `page` of the cycle whose first run is `firstRunId` ended, or undefined when no such page was read. */
 export async function selectScanPosition(
   db: Queryable,
-  cycleId: string,
+  firstRunId: string,
   page: number,
 ): Promise<PageCursor | undefined> {
   const { rows } = await db.query<{ expires_at: string; document_id: string }>(
     `select expires_at, document_id from profile.document_expiry_reminder_scan_positions where cycle_id = $1 and page = $2`,
-    [cycleId, page],
+    [firstRunId, page],
   );
   return rows[0] && { expiresAt: rows[0].expires_at, id: rows[0].document_id };
 }
@@ -34,7 +35,7 @@ export async function upsertScanPosition(db: Queryable, p: ScanPosition): Promis
      on conflict (cycle_id, page) do update
         set expires_at = excluded.expires_at, document_id = excluded.document_id, attempt = excluded.attempt, created_at = now()
       where profile.document_expiry_reminder_scan_positions.attempt <= excluded.attempt`,
-    [p.cycleId, p.page, p.jobRunId, p.expiresAt, p.id, p.attempt],
+    [p.firstRunId, p.page, p.jobRunId, p.expiresAt, p.id, p.attempt],
   );
 }
 
@@ -43,11 +44,11 @@ export async function upsertScanPosition(db: Queryable, p: ScanPosition): Promis
  * that was cancelled, terminated or timed out never deletes its own).
  * @returns how many rows it deleted.
  */
-export async function deleteScanPositions(db: Queryable, cycleId: string, staleAfterDays: number): Promise<number> {
+export async function deleteScanPositions(db: Queryable, firstRunId: string, staleAfterDays: number): Promise<number> {
   const { rowCount } = await db.query(
     `delete from profile.document_expiry_reminder_scan_positions
       where cycle_id = $1 or created_at < now() - make_interval(days => $2)`,
-    [cycleId, staleAfterDays],
+    [firstRunId, staleAfterDays],
   );
   return rowCount ?? 0;
 }

@@ -2,11 +2,13 @@
  * The outbox relay: publishes `profile.outbox_messages` rows to Kafka at least once, in order per key,
  * and marks them published in the same transaction that claimed them. Several relays may run at once.
  * A row Kafka refuses on its own is isolated, and parked after RELAY_MAX_ATTEMPTS refusals, while every
- * other key flows on (docs/DESIGN.md#relay-poison-rows).
+ * other key flows on (docs/DESIGN.md#relay-poison-rows). One file for one lane's pass (claim, send, mark in
+ * one transaction) and the loop that repeats it; the way to Kafka, the partitions, the spans and the LISTEN
+ * wake-ups each live in a file of their own.
  */
 import * as otel from '@opentelemetry/api';
 import type { ISocketFactory, Kafka } from 'kafkajs';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../config';
 import { redactUrl } from '../observability/redact';
 import {
@@ -15,15 +17,15 @@ import {
   markFailed,
   markPublished,
   markRejected,
-  OUTBOX_CHANNEL,
   pinClaimPlan,
   type OutboxMessage,
 } from '../db/outbox';
-import { connectionOptions, withTransaction } from '../db/pool';
+import { withTransaction } from '../db/pool';
 import { createKafka, explainKafkaError, needsOperator, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
+import { OutboxListener } from './listener';
 import { groupByLeader, groupByPartition, setRefusedApart, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
@@ -73,19 +75,8 @@ interface LaneState {
 export class OutboxRelay {
   private readonly lanes: Lane[];
   private readonly partitions: TopicPartitions;
-  private listener: pg.Client | undefined;
-  /** The LISTEN session being set up, and the timer of the next attempt: stop ends both. */
-  private connecting: pg.Client | undefined;
-  private relisten: NodeJS.Timeout | undefined;
+  private readonly listener: OutboxListener;
   private stopping = false;
-  /** Ends the lanes' current waits early: notifications and stop, or stop only while backing off. */
-  private readonly wakeOnNotify = new Set<() => void>();
-  private readonly wakeOnStop = new Set<() => void>();
-  /**
-   * A notification came while no lane waited for one: rows may have committed since the last claim began.
-   * The next lane to wait claims at once instead; a claim that begins clears it (its snapshot sees the rows).
-   */
-  private notified = false;
   private loops: Promise<void>[] = [];
   private lastCleanup = 0;
   private readonly log: Logger;
@@ -94,6 +85,7 @@ export class OutboxRelay {
 
   constructor(private readonly deps: RelayDeps) {
     this.log = deps.logger.child({ component: 'relay' });
+    this.listener = new OutboxListener(deps.listenUrl, this.log);
     this.partitions = new TopicPartitions(deps.kafka, deps.config);
     this.lanes = Array.from({ length: deps.config.relay.concurrency }, () => ({ producer: undefined }));
   }
@@ -105,80 +97,69 @@ export class OutboxRelay {
    */
   async start(): Promise<void> {
     await checkRelaySession(this.deps.pool, this.deps.config.relay.sendTimeoutMs);
-    await this.listen();
+    await this.listener.listen();
     this.loops = this.lanes.map((lane) => this.run(lane));
   }
 
   /** Stops after the batch in flight (it commits or rolls back whole), then disconnects. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const wake of [...this.wakeOnStop]) wake();
+    this.listener.stop();
     await Promise.all(this.loops);
     for (const lane of this.lanes) {
       await lane.producer?.close();
       lane.producer = undefined;
     }
-    await this.endListener();
+    await this.listener.close();
   }
 
-  /** Ends the LISTEN session, also one still connecting, and any reconnection to come. */
-  private async endListener(): Promise<void> {
-    clearTimeout(this.relisten);
-    const { listener, connecting } = this;
-    this.listener = undefined;
-    this.connecting = undefined;
-    // A connecting client's end() destroys its socket, so its connect() fails at once instead of hanging;
-    // its promise may never settle (no 'end' comes from a socket that never connected), so it is not awaited.
-    void connecting?.end().catch(() => {});
-    await listener?.end().catch(() => {});
+  /** A lane's loop: turns until stop. */
+  private async run(lane: Lane): Promise<void> {
+    const state: LaneState = { failures: 0, failing: false };
+    while (!this.stopping) await this.turn(lane, state);
   }
 
   /**
-   * A lane's loop. Nothing ends it but stop: a lane that rejected would end the relay, and with it the
-   * other lanes' batches mid-send, so every failure (a batch's, the cleanup's, anything unforeseen) backs off.
+   * One batch, then the cleanup when it is due, then the wait before the next claim. It never rejects: a
+   * lane that rejected would end the relay, and with it the other lanes' batches mid-send, so every failure
+   * (a batch's, the cleanup's, anything unforeseen) backs off.
    */
-  private async run(lane: Lane): Promise<void> {
-    const state: LaneState = { failures: 0, failing: false };
-    while (!this.stopping) {
-      try {
-        await this.turn(lane, state);
-      } catch (err) {
-        await this.backOff(state, { failed: err as Error, rows: 0 }, 'relay lane failed, backing off');
+  private async turn(lane: Lane, state: LaneState): Promise<void> {
+    try {
+      const outcome = await this.publishBatch(lane).catch(
+        // The database failed (the claim, or recording the outcome); the rows stay as they were.
+        (err: unknown): BatchOutcome => ({ failed: err as Error, rows: 0 }),
+      );
+      // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
+      if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
+        await this.backOff(state, outcome, 'publish failed, backing off');
+        return;
       }
+      if (state.failing) this.log.info({ failures: state.failures }, 'publishing again');
+      state.failing = false;
+      state.failures = 0;
+      const cleanupFailed = await this.cleanupIfDue().then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+      if (cleanupFailed) {
+        await this.backOff(state, { failed: cleanupFailed, rows: 0 }, 'outbox cleanup failed, backing off');
+        return;
+      }
+      if (outcome.claimed < this.deps.config.relay.batchSize) await this.waitForRows();
+    } catch (err) {
+      await this.backOff(state, { failed: err as Error, rows: 0 }, 'relay lane failed, backing off');
     }
   }
 
-  /** One batch, then the cleanup when it is due, then the wait before the next claim. */
-  private async turn(lane: Lane, state: LaneState): Promise<void> {
-    let outcome: BatchOutcome;
-    try {
-      outcome = await this.publishBatch(lane);
-    } catch (err) {
-      // The database failed (the claim, or recording the outcome); the rows stay as they were.
-      outcome = { failed: err as Error, rows: 0 };
-    }
-    // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
-    if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
-      await this.backOff(state, outcome, 'publish failed, backing off');
-      return;
-    }
-    if (state.failing) this.log.info({ failures: state.failures }, 'publishing again');
-    state.failing = false;
-    state.failures = 0;
-    try {
-      await this.cleanupIfDue();
-    } catch (err) {
-      await this.backOff(state, { failed: err as Error, rows: 0 }, 'outbox cleanup failed, backing off');
-      return;
-    }
-    const { batchSize, pollIntervalMs, lingerMs } = this.deps.config.relay;
-    if (outcome.claimed < batchSize) {
-      await this.sleep(pollIntervalMs);
-      // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
-      // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
-      // New rows stay put a moment longer so that one claim takes several commits' rows.
-      if (lingerMs > 0) await this.sleep(lingerMs, false);
-    }
+  /** After a batch that was not full: waits for a notification or the poll interval, then lingers. */
+  private async waitForRows(): Promise<void> {
+    const { pollIntervalMs, lingerMs } = this.deps.config.relay;
+    await this.listener.sleep(pollIntervalMs);
+    // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
+    // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
+    // New rows stay put a moment longer so that one claim takes several commits' rows.
+    if (lingerMs > 0) await this.listener.sleep(lingerMs, false);
   }
 
   /** Waits out the lane's next backoff; a failure is logged, a pass of refusals only is not (each row was). */
@@ -194,7 +175,7 @@ export class OutboxRelay {
       );
     }
     // New rows must not cut the backoff short while the broker is down.
-    await this.sleep(delay, !('failed' in outcome));
+    await this.listener.sleep(delay, !('failed' in outcome));
   }
 
   /**
@@ -209,7 +190,7 @@ export class OutboxRelay {
     const t0 = performance.now();
     let claimedAt = 0;
     let sentAt = 0;
-    this.notified = false;
+    this.listener.claimBegins();
     const result = await withTransaction(this.deps.pool, async (tx) => {
       await pinClaimPlan(tx);
       const rows = await claimUnpublished(tx, relay.batchSize);
@@ -325,66 +306,6 @@ export class OutboxRelay {
       deleted += n;
     }
     if (deleted > 0) this.log.info({ deleted, retentionMs }, 'deleted published outbox rows past retention');
-  }
-
-  /**
-   * LISTEN on a dedicated session; reconnects on loss (polling covers the gap). A stop may come at any
-   * point of it: the session being set up is ended by stop, and one that connected meanwhile ends itself.
-   */
-  private async listen(): Promise<void> {
-    if (this.stopping) return;
-    const client = new pg.Client({
-      connectionString: this.deps.listenUrl,
-      application_name: 'expiry-reminder-relay-listen',
-      options: connectionOptions(),
-    });
-    client.on('notification', () => {
-      if (this.wakeOnNotify.size === 0) this.notified = true;
-      for (const wake of [...this.wakeOnNotify]) wake();
-    });
-    client.on('error', (err) => {
-      if (this.listener !== client) return;
-      this.log.warn({ err: redactUrl(err.message) }, 'LISTEN connection lost; polling until it is back');
-      this.listener = undefined;
-      client.end().catch(() => {});
-      this.listenLater(1_000);
-    });
-    this.connecting = client;
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-      if (this.stopping) throw new Error('relay stopping');
-      this.listener = client;
-    } catch (err) {
-      void client.end().catch(() => {});
-      if (this.stopping) return;
-      this.log.warn({ err: redactUrl((err as Error).message) }, 'LISTEN failed; polling until it works');
-      this.listenLater(5_000);
-    } finally {
-      if (this.connecting === client) this.connecting = undefined;
-    }
-  }
-
-  private listenLater(ms: number): void {
-    if (this.stopping) return;
-    clearTimeout(this.relisten);
-    this.relisten = setTimeout(() => void this.listen(), ms).unref();
-  }
-
-  /** Waits for `ms` or stop, and for a notification too when `onNotify`. */
-  private sleep(ms: number, onNotify = true): Promise<void> {
-    if (this.stopping || (onNotify && this.notified)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeOnNotify.delete(done);
-        this.wakeOnStop.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeOnStop.add(done);
-      if (onNotify) this.wakeOnNotify.add(done);
-    });
   }
 }
 

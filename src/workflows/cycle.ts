@@ -2,7 +2,9 @@
  * `documentExpiryReminderCycle`. Deterministic orchestration only: pages owner ids out of PostgreSQL and
  * runs groups of owner transactions with bounded concurrency. PostgreSQL decides who sends a reminder;
  * the workflow only decides what to try next, and carries ids, page numbers and counts, never document
- * values (the scan's position stays in PostgreSQL).
+ * values (the scan's position stays in PostgreSQL). One file, read top-down from `runCycle`: its steps
+ * share one run's state, and their order is the order of the workflow's commands, which the replay test
+ * on recorded histories pins.
  */
 import * as otel from '@opentelemetry/api';
 import {
@@ -38,7 +40,7 @@ import {
   TEMPORAL_SCHEDULED_START_TIME,
 } from '../domain/search-attributes';
 import { cycleProgressQuery } from '../domain/progress';
-import { OwnerGroupWindow, retryBusyOwners } from './owner-groups';
+import { RemindOwnersInFlight, retryBusyOwners } from './owner-groups';
 import type { CycleSinks } from './sinks';
 
 const { resolveCycleSettings } = proxyActivities<Activities>({
@@ -83,23 +85,52 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
 }
 
 async function runCycle(input: CycleInput): Promise<CycleResult> {
+  const run = await beginRun(input);
+  const pages = new PageReader(run);
+  let status = await scanPages(run, pages);
+  await run.groups.drain();
+  // A page read ahead of a stop is not used; its activity must still end before the run does.
+  await pages.dropReadAhead();
+  if (status === 'completed') {
+    const stop = await retryBusyOwners(run.groups, run.settings, run.stopReason, run.cancelRequested);
+    if (stop) status = stop;
+  }
+  run.groups.failStillBusy();
+  const pruned = status === 'cancelled' ? 0 : await prune(run);
+  return finishCycle(run, status, pruned);
+}
+
+/** What the steps of one run share; `state` and `counts` belong to the cycle and travel to its next run. */
+interface CycleRun {
+  jobRunId: string;
+  /** The first run id of the cycle's chain of runs: stable across continue-as-new, it keys the scan positions. */
+  firstRunId: string;
+  settings: CycleSettings;
+  state: CycleContinuation;
+  counts: CycleCounts;
+  scheduledAt: Date | undefined;
+  groups: RemindOwnersInFlight;
+  /** Why the cycle must stop scheduling new work now, if it must. */
+  stopReason: () => CycleStatus | undefined;
+  /** Resolves when a cancel is requested. */
+  cancelRequested: Promise<void>;
+}
+
+/** One page's step: the page, why the cycle stops (if it does), and when the page's owner groups have ended. */
+interface PageStep {
+  page: CandidatePage;
+  stopped: CycleStatus | undefined;
+  settled: Promise<void>;
+}
+
+/** Checks the input, fixes the settings, and shows the run (progress query, span, search attributes). */
+async function beginRun(input: CycleInput): Promise<CycleRun> {
   const info = workflowInfo();
   const jobRunId = info.workflowId;
-  // Anything but an object would fail every workflow task below; fail the cycle instead, once.
-  const shape = inputShapeProblem(input);
-  if (shape) throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${shape}`, 'InvalidCycleInput');
+  refuseInvalidInput(input, info.continuedFromExecutionRunId);
   const continued = input.continuation;
   // The schedule's action time, kept across continue-as-new with the other search attributes.
   const scheduledAt = info.typedSearchAttributes.get(TEMPORAL_SCHEDULED_START_TIME);
-  // A continuation is the workflow's own hand-over to its next run. Typed into a new start (the Web UI),
-  // its counts would become the cycle's result and its settings the cycle's; refuse it once, here.
-  if (continued != null && info.continuedFromExecutionRunId === undefined) {
-    throw ApplicationFailure.nonRetryable(
-      'Invalid cycle input: continuation: only a run that continued as new may carry one; start a cycle with ' +
-        '{} or the fields to override instead',
-      'InvalidCycleInput',
-    );
-  }
   // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
   // validated again, since anyone may start a run with one.
   const settings = await CancellationScope.nonCancellable(() =>
@@ -152,119 +183,178 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
   const stopReason = (): CycleStatus | undefined =>
     cancelled ? 'cancelled' : Date.now() >= deadline ? 'time-limit' : undefined;
 
-  const window = {
-    asOfDate: settings.asOfDate,
-    thresholdsDays: settings.thresholdsDays,
-    retentionDays: settings.retentionDays,
+  return {
+    jobRunId,
+    firstRunId: info.firstExecutionRunId,
+    settings,
+    state,
+    counts,
+    scheduledAt,
+    groups: new RemindOwnersInFlight(settings, jobRunId, counts, progress, state.busyOwnerIds),
+    stopReason,
+    cancelRequested,
   };
-  const groups = new OwnerGroupWindow(settings, jobRunId, counts, progress, state.busyOwnerIds);
-  const findPage = (page: number) =>
-    CancellationScope.nonCancellable(() =>
-      findCandidatePage({ window, cycleId: info.firstExecutionRunId, jobRunId, page, batchSize: settings.batchSize }),
-    );
-  // History a page may still add: its own activity, and its owners' activities.
-  const historyNearlyFull = (pagesAhead: number) => {
-    const pageEvents = (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
-    const now = workflowInfo();
-    return now.continueAsNewSuggested || now.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
-  };
+}
 
-  let status: CycleStatus = 'completed';
-  let prefetched: Promise<CandidatePage> | undefined;
+/** Anything but an object would fail every workflow task after it; fails the cycle instead, once. */
+function refuseInvalidInput(input: CycleInput, continuedFromRunId: string | undefined): void {
+  const shape = inputShapeProblem(input);
+  if (shape) throw ApplicationFailure.nonRetryable(`Invalid cycle input: ${shape}`, 'InvalidCycleInput');
+  // A continuation is the workflow's own hand-over to its next run. Typed into a new start (the Web UI),
+  // its counts would become the cycle's result and its settings the cycle's; refuse it once, here.
+  if (input.continuation != null && continuedFromRunId === undefined) {
+    throw ApplicationFailure.nonRetryable(
+      'Invalid cycle input: continuation: only a run that continued as new may carry one; start a cycle with ' +
+        '{} or the fields to override instead',
+      'InvalidCycleInput',
+    );
+  }
+}
+
+/**
+ * Page after page until the scan is done or the cycle stops, handing over to a new run when history is
+ * nearly full. Returns the cycle's status so far.
+ */
+async function scanPages(run: CycleRun, pages: PageReader): Promise<CycleStatus> {
   for (;;) {
-    const stop = stopReason();
-    if (stop) {
-      status = stop;
-      break;
-    }
-    const { page, pageStop } = await tracer.startActiveSpan(
-      'page',
-      { attributes: { correlationId: jobRunId, page: counts.pages + 1, batchSize: settings.batchSize } },
-      async (span) => {
-        let spanEnded: Promise<void> | undefined;
-        try {
-          const page = await (prefetched ?? findPage(counts.pages + 1));
-          prefetched = undefined;
-          counts.pages += 1;
-          counts.documentsSeen += page.documentCount;
-          span.setAttributes({ documentCount: page.documentCount, owners: page.ownerIds.length });
-          log.info('batch selected', {
-            jobRunId,
-            page: counts.pages,
-            count: page.documentCount,
-            owners: page.ownerIds.length,
-          });
-          // The next page is read while this one's owners run, unless this run will continue as new
-          // after this page (the new run reads it itself) or the cycle is already stopping (cancelled,
-          // or past its time limit), which would leave that page unused after a query that also stores
-          // a scan position. Its failure is handled where it is awaited; the empty handler only keeps
-          // it from counting as unhandled while the owners run, which would fail the workflow task over
-          // and over instead of the cycle once.
-          if (page.hasNext && !historyNearlyFull(2) && !stopReason()) {
-            prefetched = findPage(counts.pages + 1);
-            prefetched.catch(() => undefined);
-          }
-          const scheduled = await groups.schedule(page.ownerIds, stopReason);
-          spanEnded = scheduled.settled.then(() => span.end());
-          return { page, pageStop: scheduled.stopped };
-        } finally {
-          if (!spanEnded) span.end();
-        }
-      },
-    );
-    upsertSearchAttributes([{ key: REMINDERS_SENT, value: counts.remindersSent }]);
-    if (pageStop) {
-      status = pageStop;
-      break;
-    }
-    if (!page.hasNext) break;
+    const stop = run.stopReason();
+    if (stop) return stop;
+    const { page, stopped } = await pageInSpan(run, pages);
+    upsertSearchAttributes([{ key: REMINDERS_SENT, value: run.counts.remindersSent }]);
+    if (stopped) return stopped;
+    if (!page.hasNext) return 'completed';
+    if (!pages.readingAhead && historyNearlyFull(run.settings, 1)) return continueAsNextRun(run);
+  }
+}
 
-    if (!prefetched && historyNearlyFull(1)) {
-      // Counts and the page number promise that everything before them is done.
-      await groups.drain();
-      // A cancel request (or the time limit) that came while draining ends this cycle here; a new run
-      // would not know of it.
-      const drained = stopReason();
-      if (drained) {
-        status = drained;
-        break;
+/** Runs {@link schedulePage} in a "page" span that ends when the page's owner groups have. */
+function pageInSpan(run: CycleRun, pages: PageReader): Promise<PageStep> {
+  const { counts, jobRunId, settings } = run;
+  return tracer.startActiveSpan(
+    'page',
+    { attributes: { correlationId: jobRunId, page: counts.pages + 1, batchSize: settings.batchSize } },
+    async (span) => {
+      let spanEnded: Promise<void> | undefined;
+      try {
+        const step = await schedulePage(run, pages, span);
+        spanEnded = step.settled.then(() => span.end());
+        return step;
+      } finally {
+        if (!spanEnded) span.end();
       }
-      const busyOwnerIds = groups.takeBusy();
-      groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
-      await continueAsNew<typeof documentExpiryReminderCycle>({
-        continuation: {
-          settings,
-          startedAtMs: state.startedAtMs,
-          counts,
-          runs: state.runs + 1,
-          busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
-        },
-      });
-    }
-  }
-  await groups.drain();
-  // A page read ahead of a stop is not used; its activity must still end before the run does.
-  await prefetched?.catch(() => undefined);
-  if (status === 'completed') {
-    const stop = await retryBusyOwners(groups, settings, stopReason, cancelRequested);
-    if (stop) status = stop;
-  }
-  groups.failStillBusy();
+    },
+  );
+}
 
-  let pruned = 0;
-  if (status !== 'cancelled') {
-    pruned = await CancellationScope.nonCancellable(() =>
-      pruneReminders({
-        asOfDate: settings.asOfDate,
-        retentionDays: settings.retentionDays,
-        cycleId: info.firstExecutionRunId,
-      }),
+/** Reads the next page, starts reading the one after, and schedules the page's owner groups. */
+async function schedulePage(run: CycleRun, pages: PageReader, span: otel.Span): Promise<PageStep> {
+  const page = await pages.next();
+  span.setAttributes({ documentCount: page.documentCount, owners: page.ownerIds.length });
+  log.info('batch selected', {
+    jobRunId: run.jobRunId,
+    page: run.counts.pages,
+    count: page.documentCount,
+    owners: page.ownerIds.length,
+  });
+  pages.readAheadAfter(page);
+  const { stopped, settled } = await run.groups.schedule(page.ownerIds, run.stopReason);
+  return { page, stopped, settled };
+}
+
+/**
+ * Continues as new with the cycle's settings, counts and busy owners. It first waits for the groups in
+ * flight, so the counts and page number it carries promise that everything before them is done. Returns
+ * only when a cancel request (or the time limit) came while draining: that ends the cycle here, as a new
+ * run would not know of it.
+ */
+async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
+  const { groups, settings, state, counts } = run;
+  await groups.drain();
+  const drained = run.stopReason();
+  if (drained) return drained;
+  const busyOwnerIds = groups.takeBusy();
+  groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
+  return continueAsNew<typeof documentExpiryReminderCycle>({
+    continuation: {
+      settings,
+      startedAtMs: state.startedAtMs,
+      counts,
+      runs: state.runs + 1,
+      busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
+    },
+  });
+}
+
+/** History a page may still add, `pagesAhead` times over: its own activity, and its owners' activities. */
+function historyNearlyFull(settings: CycleSettings, pagesAhead: number): boolean {
+  const pageEvents = (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
+  const now = workflowInfo();
+  return now.continueAsNewSuggested || now.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
+}
+
+/** The scan's pages in order, each read once; the next may be read while this one's owners run. */
+class PageReader {
+  private readAhead: Promise<CandidatePage> | undefined;
+
+  constructor(private readonly run: CycleRun) {}
+
+  /** A page is being read ahead, so this run still reads it. */
+  get readingAhead(): boolean {
+    return this.readAhead !== undefined;
+  }
+
+  /** The next page (the one read ahead, or read now), counted. */
+  async next(): Promise<CandidatePage> {
+    const { counts } = this.run;
+    const page = await (this.readAhead ?? this.read(counts.pages + 1));
+    this.readAhead = undefined;
+    counts.pages += 1;
+    counts.documentsSeen += page.documentCount;
+    return page;
+  }
+
+  /**
+   * Starts reading the page after `page`, unless it would go unused: this run continues as new after
+   * `page`, or the cycle is stopping (docs/DESIGN.md#reading-the-next-page-ahead).
+   */
+  readAheadAfter(page: CandidatePage): void {
+    if (!page.hasNext || historyNearlyFull(this.run.settings, 2) || this.run.stopReason()) return;
+    this.readAhead = this.read(this.run.counts.pages + 1);
+    // Its failure is handled where it is awaited; unhandled meanwhile, it would fail workflow tasks.
+    this.readAhead.catch(() => undefined);
+  }
+
+  /** Waits for a page read ahead of a stop, failed or not. */
+  async dropReadAhead(): Promise<void> {
+    await this.readAhead?.catch(() => undefined);
+  }
+
+  private read(page: number): Promise<CandidatePage> {
+    const { settings, firstRunId, jobRunId } = this.run;
+    const window = {
+      asOfDate: settings.asOfDate,
+      thresholdsDays: settings.thresholdsDays,
+      retentionDays: settings.retentionDays,
+    };
+    return CancellationScope.nonCancellable(() =>
+      findCandidatePage({ window, cycleId: firstRunId, jobRunId, page, batchSize: settings.batchSize }),
     );
   }
+}
 
+/** Deletes markers past retention, and this cycle's scan positions. */
+function prune({ settings, firstRunId }: CycleRun): Promise<number> {
+  return CancellationScope.nonCancellable(() =>
+    pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays, cycleId: firstRunId }),
+  );
+}
+
+/** Reports the result: search attributes, the Web UI's details, metrics and the log. */
+function finishCycle(run: CycleRun, status: CycleStatus, pruned: number): CycleResult {
+  const { settings, counts, state, scheduledAt } = run;
   const result: CycleResult = {
     status,
-    jobRunId,
+    jobRunId: run.jobRunId,
     asOf: settings.asOf,
     ...(scheduledAt ? { scheduledAt: scheduledAt.toISOString() } : {}),
     thresholdsDays: settings.thresholdsDays,

@@ -1,6 +1,7 @@
 /**
- * The owner half of a cycle: groups of owners through a sliding window of activities, and the rounds that
- * retry owners another transaction held. Tallies what each group reports into the cycle's counts.
+ * The owner half of a cycle: groups of owners reminded by a bounded number of activities in flight, and
+ * the rounds that retry owners another transaction held. Tallies what each group reports into the
+ * cycle's counts.
  */
 import { CancellationScope, log, proxyActivities, proxySinks, sleep, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities, RemindOwnersResult } from '../activities';
@@ -16,7 +17,7 @@ const OWNER_GROUP_ACTIVITY = {
   heartbeatTimeout: '10s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 } satisfies ActivityOptions;
-const { remindOwners: remindOwnerGroup } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
+const { remindOwners } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
 
 const { cycleMetrics } = proxySinks<CycleSinks>();
 
@@ -31,7 +32,7 @@ const BUSY_RETRY_MAX_MS = 30_000;
  * the first retry usually finds them free, with nothing left to send. Returns why it stopped early.
  */
 export async function retryBusyOwners(
-  groups: OwnerGroupWindow,
+  groups: RemindOwnersInFlight,
   settings: CycleSettings,
   stopReason: () => CycleStatus | undefined,
   cancelRequested: Promise<void>,
@@ -54,13 +55,14 @@ export async function retryBusyOwners(
 }
 
 /**
- * Owner groups of `ownerGroupSize` through a sliding window that spans pages: at most
- * `ownerConcurrency / ownerGroupSize` group activities in flight, so the window does not drain at every
- * page boundary. An owner the activity reports failed (after its retries and isolation) is counted and
- * logged; so is every owner of a group whose activity failed as a whole. The cycle goes on. Owners it
- * reports busy are kept for {@link retryBusyOwners}.
+ * Reminds owner groups of `ownerGroupSize`, at most `ownerConcurrency / ownerGroupSize` group activities
+ * in flight across pages: a page's groups start while the previous page's still run, so the activities in
+ * flight do not drain at every page boundary ("window" is the documents' date range, not this limit). An
+ * owner the activity reports failed (after its retries and isolation) is counted and logged; so is every
+ * owner of a group whose activity failed as a whole. The cycle goes on. Owners it reports busy are kept
+ * for {@link retryBusyOwners}.
  */
-export class OwnerGroupWindow {
+export class RemindOwnersInFlight {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly size: number;
   private readonly activities: number;
@@ -78,9 +80,9 @@ export class OwnerGroupWindow {
   }
 
   /**
-   * Schedules the owners' groups, waiting for room in the window. Resolves once all are scheduled (or
-   * a stop reason came up first); `settled` resolves when this call's groups have ended. `retry` marks
-   * owners found busy before, so they are not counted busy twice.
+   * Schedules the owners' groups, each once fewer than the limit are in flight. Resolves once all are
+   * scheduled (or a stop reason came up first); `settled` resolves when this call's groups have ended.
+   * `retry` marks owners found busy before, so they are not counted busy twice.
    */
   async schedule(
     ownerIds: string[],
@@ -159,20 +161,17 @@ export class OwnerGroupWindow {
         : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
-      remindOwnerGroup.executeWithOptions(
-        { ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners },
-        [
-          {
-            ownerUserIds,
-            asOf: settings.asOf,
-            asOfDate: settings.asOfDate,
-            thresholdsDays: settings.thresholdsDays,
-            retentionDays: settings.retentionDays,
-            jobRunId,
-            lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
-          },
-        ],
-      ),
+      remindOwners.executeWithOptions({ ...OWNER_GROUP_ACTIVITY, summary: retry ? `busy before: ${owners}` : owners }, [
+        {
+          ownerUserIds,
+          asOf: settings.asOf,
+          asOfDate: settings.asOfDate,
+          thresholdsDays: settings.thresholdsDays,
+          retentionDays: settings.retentionDays,
+          jobRunId,
+          lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
+        },
+      ]),
     )
       .then(
         (r) => {

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { countDueDocuments, selectCandidatePage, type CandidateWindow } from '../../src/db/candidates';
 import { withTransaction } from '../../src/db/pool';
-import { claimOwners, deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
+import { remindOwnersInTransaction, deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
 import { crossedThresholds, currentThreshold } from '../../src/domain/thresholds';
 import { addDays, daysBetween } from '../../src/domain/dates';
 import { previewCycle } from '../../src/operations/cycles';
@@ -118,7 +118,7 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
 
       // The cycle: claim the scanned owners, then prune.
       const claims = await withTransaction(stack.db.worker, (tx) =>
-        claimOwners(tx, {
+        remindOwnersInTransaction(tx, {
           ...window,
           ownerUserIds: scan.owners,
           asOf: `${asOfDate}T03:00:00.000Z`,
@@ -178,7 +178,12 @@ test.each(Array.from({ length: 25 }, (_, i) => [2_000 + i * 7_919]))(
       };
       const scan = await scanOwners(window, 7);
       const claims = await withTransaction(stack.db.worker, (tx) =>
-        claimOwners(tx, { ...window, ownerUserIds: scan.owners, asOf: `${asOfDate}T03:00:00.000Z`, jobRunId: 'p' }),
+        remindOwnersInTransaction(tx, {
+          ...window,
+          ownerUserIds: scan.owners,
+          asOf: `${asOfDate}T03:00:00.000Z`,
+          jobRunId: 'p',
+        }),
       );
       for (const d of claims.flatMap((c) => c.won)) {
         sent.set(d.documentId, [...(sent.get(d.documentId) ?? []), d.thresholdDays]);

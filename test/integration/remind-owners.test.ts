@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
-import { claimOwners } from '../../src/db/reminders';
+import { remindOwnersInTransaction } from '../../src/db/reminders';
 import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { testConfig } from '../support/stack';
@@ -93,7 +93,7 @@ test('an owner another transaction holds is reported busy by id and left alone (
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const [claim] = await claimOwners(client, { ...input([held]), ownerUserIds: [held] });
+    const [claim] = await remindOwnersInTransaction(client, { ...input([held]), ownerUserIds: [held] });
     expect(claim).toEqual(expect.objectContaining({ busy: false, due: 2 }));
 
     const result = await remindOwners([held, ...others]);
@@ -112,7 +112,7 @@ test('the same owner twice in one group is claimed once', async () => {
   const [owner] = await seedOwners(1);
 
   const claims = await withTransaction(stack.db.worker, (tx) =>
-    claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
+    remindOwnersInTransaction(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
   );
 
   expect(claims).toHaveLength(1);
@@ -207,11 +207,11 @@ test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do 
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const [first] = await claimOwners(client, { ...input([a]), ownerUserIds: [a] });
+    const [first] = await remindOwnersInTransaction(client, { ...input([a]), ownerUserIds: [a] });
     expect(first.busy).toBe(false);
 
     const [second] = await withTransaction(stack.db.worker, (tx) =>
-      claimOwners(tx, { ...input([b]), ownerUserIds: [b] }),
+      remindOwnersInTransaction(tx, { ...input([b]), ownerUserIds: [b] }),
     );
 
     expect(second).toEqual(expect.objectContaining({ ownerUserId: b, busy: false, due: 1 }));
@@ -265,17 +265,17 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     const client = await orphan.connect();
     client.on('error', () => undefined);
     await client.query('begin');
-    await claimOwners(client, { ...input([owner]), ownerUserIds: [owner] });
+    await remindOwnersInTransaction(client, { ...input([owner]), ownerUserIds: [owner] });
     // The worker never sends another statement; the backend keeps the transaction and the lock.
     const [held] = await withTransaction(stack.db.worker, (tx) =>
-      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(held.busy).toBe(true);
 
     await sleep(2_500);
 
     const [freed] = await withTransaction(stack.db.worker, (tx) =>
-      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(freed).toEqual(expect.objectContaining({ busy: false, due: 2 }));
     expect(freed.won).toHaveLength(2);
@@ -306,11 +306,15 @@ test('a cycle whose claim waited for the owner lock while another cycle committe
     await manual.query('set search_path = profile, pg_catalog');
     await manual.query('begin');
     // The manual run (thresholds 14, 3) reaches the barrier and waits there.
-    const waiting = claimOwners(manual, { ...input([owner]), thresholdsDays: [14, 3], ownerUserIds: [owner] });
+    const waiting = remindOwnersInTransaction(manual, {
+      ...input([owner]),
+      thresholdsDays: [14, 3],
+      ownerUserIds: [owner],
+    });
     await sleep(300);
     // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
     const [scheduled] = await withTransaction(stack.db.worker, (tx) =>
-      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
     await gate.query('select pg_advisory_unlock(4242)');

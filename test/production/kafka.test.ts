@@ -24,7 +24,7 @@ import {
 import pg from 'pg';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
 import { withTransaction } from '../../src/db/pool';
-import { claimOwners } from '../../src/db/reminders';
+import { remindOwnersInTransaction } from '../../src/db/reminders';
 import { TOPIC } from '../../src/domain/names';
 import { createMigratedDatabase, type MigratedDatabase } from '../../scripts/stack/database';
 import {
@@ -162,7 +162,7 @@ async function queueReminders(owners: string[], jobRunId: string): Promise<void>
   const worker = new pg.Pool({ connectionString: db.workerUrl, max: 1 });
   try {
     await withTransaction(worker, (tx) =>
-      claimOwners(tx, {
+      remindOwnersInTransaction(tx, {
         ownerUserIds: owners,
         asOfDate: AS_OF,
         thresholdsDays: [30, 7, 1, 0],

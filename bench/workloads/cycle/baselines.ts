@@ -1,6 +1,6 @@
 /**
  * The two baselines the Temporal path is compared with, on the same data and settings:
- *   A  what a cron job would do: one transaction per owner (`claimOwners` for that owner) from a plain
+ *   A  what a cron job would do: one transaction per owner (`remindOwnersInTransaction` for that owner) from a plain
  *      Node loop, the page's owners at most `ownerConcurrency` in flight over a pool of the worker's size;
  *   B  what the database alone can do: one set-based statement per page doing the whole claim
  *      (bench/claim-page.ts), one at a time, no locks.
@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import { selectCandidatePage, type PageCursor } from '../../../src/db/candidates';
 import { createPool, withTransaction } from '../../../src/db/pool';
-import { claimOwners } from '../../../src/db/reminders';
+import { remindOwnersInTransaction } from '../../../src/db/reminders';
 import { claimPage } from '../../claim-page';
 import { cpuDelta, cpuSnapshot, measurement, type Measurement } from '../../harness/measure';
 import { asOfInstant, type CycleSettings } from './settings';
@@ -64,7 +64,7 @@ export function baselineA(workerUrl: string, s: CycleSettings): Promise<Measurem
       for (const ownerUserId of ownerIds) {
         while (inFlight.size >= s.ownerConcurrency) await Promise.race(inFlight);
         const run: Promise<void> = withTransaction(pool, (tx) =>
-          claimOwners(tx, {
+          remindOwnersInTransaction(tx, {
             ...s.window,
             ownerUserIds: [ownerUserId],
             asOf: asOfInstant(s),
