@@ -7,7 +7,7 @@ import ms from 'ms';
 import { parseThresholdList, thresholdProblems } from '../domain/thresholds';
 
 /** The value read from a text, or what the text should have looked like. */
-export type Parsed<T> = { value: T } | { expected: string };
+type Parsed<T> = { value: T } | { expected: string };
 
 /** A parser of one kind of text. */
 export type TextParser<T> = (text: string) => Parsed<T>;

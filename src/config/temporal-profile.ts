@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
 
 /** This job's names (documented since its first release) and the standard names they stand for. */
-export const TEMPORAL_ENV_ALIASES = {
+const TEMPORAL_ENV_ALIASES = {
   TEMPORAL_TLS_CERT_PATH: 'TEMPORAL_TLS_CLIENT_CERT_PATH',
   TEMPORAL_TLS_KEY_PATH: 'TEMPORAL_TLS_CLIENT_KEY_PATH',
   TEMPORAL_TLS_CA_PATH: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH',

@@ -37,7 +37,7 @@ function wholeNumberProblem(name: string, value: number, min: number, max = Numb
 }
 
 /** `correlation_id varchar(128)` of the outbox carries the workflow id (jobRunId) to every event. */
-export const MAX_JOB_RUN_ID_LENGTH = 128;
+const MAX_JOB_RUN_ID_LENGTH = 128;
 
 /**
  * AsOf of a run whose input names none (docs/DESIGN.md#run-input): the schedule's action time, unless that
