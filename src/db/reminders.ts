@@ -1,4 +1,8 @@
-/** docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune. */
+/**
+ * docs/DESIGN.md#owner-transaction, #prune: the owner's marker-plus-outbox statement, the owner lock, and the prune.
+ * One idea over 250 lines: every statement here writes or deletes the markers, so the claim's locking order and
+ * the prune's cutoff are read side by side.
+ */
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../domain/names';
 import { currentThresholdSql, notRemindedSql, ownerInWindowSql, type CandidateWindow } from './candidates';
 import type { Queryable } from './pool';

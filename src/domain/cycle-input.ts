@@ -1,6 +1,8 @@
 /**
  * The per-run input rules (docs/DESIGN.md#run-input): how a run's overrides merge into the worker's defaults,
- * and how strictly a continuation is checked. Pure, so workflow and activity code share it.
+ * and how strictly a continuation is checked. Pure, so workflow and activity code share it. One idea over
+ * 250 lines: a first input and a continuation are checked by one resolver, and splitting them would let the
+ * two rule sets drift apart.
  */
 import { isIsoDate, utcDate } from './dates';
 import { thresholdProblems } from './thresholds';
