@@ -8,8 +8,8 @@
 # 3. the Dockerfile it builds         BuildKit's parser and instruction linter (github.com/moby/buildkit,
 #                                     when Go is on PATH, built once likewise): no engine is needed
 # 4. consistency with the project:
-#    - every variable given to the app's services is one src/config.ts reads, or one of the standard
-#      TEMPORAL_* connection variables that @temporalio/envconfig reads for it (src/temporal/connection.ts)
+#    - every variable given to the app's services is one src/config reads, or one of the standard
+#      TEMPORAL_* connection variables that @temporalio/envconfig reads for it (src/config/temporal-profile.ts)
 #    - every `node dist/<x>.js` command has its src/<x>.ts
 #    - Prometheus scrape targets (ops/prometheus/prometheus.yml) are compose services, on the
 #      METRICS_PORT those services are given; Grafana's datasource points at the prometheus service
@@ -190,14 +190,14 @@ services = resolved["services"]
 problems = []
 notes = []
 
-# Variables src/config.ts reads: the keys of `const schema = z.object({ ... })`.
-config_src = open("src/config.ts").read()
-block = re.search(r"^const schema = z\.object\(\{\n(.*?)^\}\);", config_src, re.S | re.M)
+# Variables src/config reads: the keys of `export const schema = z.object({ ... })` in src/config/schema.ts.
+config_src = open("src/config/schema.ts").read()
+block = re.search(r"^export const schema = z\.object\(\{\n(.*?)^\}\);", config_src, re.S | re.M)
 if not block:
-    sys.exit("  cannot find `const schema = z.object({` in src/config.ts")
+    sys.exit("  cannot find `export const schema = z.object({` in src/config/schema.ts")
 known_vars = set(re.findall(r"^  ([A-Z][A-Z0-9_]*):", block.group(1), re.M))
 # The Temporal connection (address, TLS files, server name) is read by @temporalio/envconfig through
-# loadTemporalProfile (src/temporal/connection.ts): its variables, from the installed package.
+# loadTemporalProfile (src/config/temporal-profile.ts): its variables, from the installed package.
 envconfig_js = "node_modules/@temporalio/envconfig/lib/envconfig-toml.js"
 if not os.path.isfile(envconfig_js):
     sys.exit(f"  {envconfig_js} is missing: run npm ci first")
@@ -214,13 +214,13 @@ app_services = {name: svc for name, svc in services.items() if "build" in svc}
 for name, svc in sorted(app_services.items()):
     for var in sorted(env_of(svc)):
         if var not in known_vars:
-            problems.append(f"{name}: {var} is not a variable of src/config.ts")
+            problems.append(f"{name}: {var} is not a variable of src/config")
     command = (svc.get("entrypoint") or []) + (svc.get("command") or [])
     for arg in command:
         m = re.fullmatch(r"dist/(.+)\.js", arg)
         if m and not os.path.isfile(f"src/{m.group(1)}.ts"):
             problems.append(f"{name}: runs {arg}, but src/{m.group(1)}.ts does not exist")
-notes.append(f"{len(app_services)} app services use only variables of src/config.ts and @temporalio/envconfig")
+notes.append(f"{len(app_services)} app services use only variables of src/config and @temporalio/envconfig")
 
 # Prometheus targets → services and their METRICS_PORT.
 prom = yaml.safe_load(open("ops/prometheus/prometheus.yml"))

@@ -3,11 +3,11 @@
  * errors go to stderr with a non-zero exit code.
  */
 import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
-import { parseThresholdList, thresholdProblems } from './domain/thresholds';
-import { isIsoDate, utcDate } from './domain/dates';
+import { utcDate } from './domain/dates';
 import { SCHEDULE_ID } from './domain/names';
+import { date, nonEmpty, outboxRowId, thresholds, wholeNumberFrom } from './operations/arguments';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
 import { listParkedCommand, retryParkedCommand } from './operations/outbox';
 import { resultWithProgress } from './operations/progress';
@@ -38,58 +38,31 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function parseDate(value: string): string {
-  if (!isIsoDate(value)) throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD, e.g. 2026-12-01');
-  return value;
-}
-
-function parseThresholds(value: string): number[] {
-  const list = parseThresholdList(value);
-  const problems = thresholdProblems(list);
-  if (problems.length > 0) {
-    throw new InvalidArgumentError(
-      `${problems.join('; ')}; expected distinct whole numbers >= 0 in descending order, e.g. 30,7,1,0`,
-    );
-  }
-  return list;
-}
-
-function wholeNumber(min: number, max: number): (value: string) => number {
-  return (value) => {
-    const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < min || n > max)
-      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
-    return n;
-  };
-}
-
-function uuid(value: string): string {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
-    throw new InvalidArgumentError('expected an outbox row id (a UUID, as `outbox parked` lists them)');
-  }
-  return value.toLowerCase();
-}
-
-function nonEmpty(value: string): string {
-  if (!value.trim()) throw new InvalidArgumentError('expected some text');
-  return value.trim();
-}
-
 /** The schedule a command works on: `--schedule-id`, else the job's schedule. */
 function scheduleIdOf(command: Command): string {
   return (command.optsWithGlobals() as { scheduleId?: string }).scheduleId ?? SCHEDULE_ID;
 }
 
-/** Turns "no such schedule" into a message that says what to do about it. */
-async function onSchedule<T>(scheduleId: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ScheduleNotFoundError) {
-      throw new Error(`schedule "${scheduleId}" does not exist in this namespace (create it with: schedule apply)`);
+/**
+ * Runs `fn` with a client on the schedule `cmd` names, turning "no such schedule" into a message that says
+ * what to do about it.
+ */
+async function withSchedule<T>(
+  config: Config,
+  cmd: Command,
+  fn: (client: Client, scheduleId: string) => Promise<T>,
+): Promise<T> {
+  const scheduleId = scheduleIdOf(cmd);
+  return withClient(config, async (client) => {
+    try {
+      return await fn(client, scheduleId);
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) {
+        throw new Error(`schedule "${scheduleId}" does not exist in this namespace (create it with: schedule apply)`);
+      }
+      throw err;
     }
-    throw err;
-  }
+  });
 }
 
 /** The command tree; exported so tests can drive it in-process. */
@@ -125,8 +98,7 @@ export function buildProgram(config: () => Config): Command {
     .command('describe')
     .description('show the spec, policies, pause state and note, next action times and recent runs')
     .action(async (_opts: object, cmd: Command) => {
-      const scheduleId = scheduleIdOf(cmd);
-      print(await withClient(config(), (c) => onSchedule(scheduleId, () => describeSchedule(c, scheduleId))));
+      print(await withSchedule(config(), cmd, describeSchedule));
     });
   schedule
     .command('pause')
@@ -138,7 +110,7 @@ export function buildProgram(config: () => Config): Command {
     )
     .action(async (opts: { reason: string }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
-      await withClient(config(), (c) => onSchedule(scheduleId, () => pauseSchedule(c, opts.reason, scheduleId)));
+      await withSchedule(config(), cmd, (c) => pauseSchedule(c, opts.reason, scheduleId));
       print({ scheduleId, paused: true, note: opts.reason });
     });
   schedule
@@ -147,7 +119,7 @@ export function buildProgram(config: () => Config): Command {
     .option('--reason <text>', 'replaces the pause note', nonEmpty)
     .action(async (opts: { reason?: string }, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
-      await withClient(config(), (c) => onSchedule(scheduleId, () => unpauseSchedule(c, opts.reason, scheduleId)));
+      await withSchedule(config(), cmd, (c) => unpauseSchedule(c, opts.reason, scheduleId));
       print({ scheduleId, paused: false, note: opts.reason ?? '(no reason provided)' });
     });
   schedule
@@ -158,20 +130,17 @@ export function buildProgram(config: () => Config): Command {
       'wait for the cycle to end (the one started, or the one already running) and print its result; progress on stderr',
     )
     .action(async (opts: { wait?: boolean }, cmd: Command) => {
-      const scheduleId = scheduleIdOf(cmd);
       print(
-        await withClient(config(), (c) =>
-          onSchedule(scheduleId, async () => {
-            const before = opts.wait ? await scheduleActionRuns(c, scheduleId) : new Set<string>();
-            await triggerSchedule(c, scheduleId);
-            if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
-            const cycle = await cycleStartedBy(c, scheduleId, before);
-            const handle = c.workflow.getHandle<CycleWorkflow>(cycle.workflowId, undefined, {
-              firstExecutionRunId: cycle.firstExecutionRunId,
-            });
-            return { scheduleId, triggered: true, overlap: 'skip', ...cycle, result: await resultWithProgress(handle) };
-          }),
-        ),
+        await withSchedule(config(), cmd, async (c, scheduleId) => {
+          const before = opts.wait ? await scheduleActionRuns(c, scheduleId) : new Set<string>();
+          await triggerSchedule(c, scheduleId);
+          if (!opts.wait) return { scheduleId, triggered: true, overlap: 'skip' };
+          const cycle = await cycleStartedBy(c, scheduleId, before);
+          const handle = c.workflow.getHandle<CycleWorkflow>(cycle.workflowId, undefined, {
+            firstExecutionRunId: cycle.firstExecutionRunId,
+          });
+          return { scheduleId, triggered: true, overlap: 'skip', ...cycle, result: await resultWithProgress(handle) };
+        }),
       );
     });
   schedule
@@ -180,14 +149,11 @@ export function buildProgram(config: () => Config): Command {
       "run the schedule's actions of the UTC days --from..--to (both included), one after another; " +
         'each cycle computes reminders as of its action time (03:00 UTC of its day by default)',
     )
-    .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)', parseDate)
-    .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), not in the future', parseDate)
+    .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)', date)
+    .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), not in the future', date)
     .action(async (opts: { from: string; to: string }, cmd: Command) => {
-      const scheduleId = scheduleIdOf(cmd);
       print(
-        await withClient(config(), (c) =>
-          onSchedule(scheduleId, () => backfillSchedule(c, opts.from, opts.to, { scheduleId })),
-        ),
+        await withSchedule(config(), cmd, (c, scheduleId) => backfillSchedule(c, opts.from, opts.to, { scheduleId })),
       );
     });
   schedule
@@ -195,7 +161,7 @@ export function buildProgram(config: () => Config): Command {
     .description('delete the schedule (cycles it started keep running; schedule apply creates it again)')
     .action(async (_opts: object, cmd: Command) => {
       const scheduleId = scheduleIdOf(cmd);
-      await withClient(config(), (c) => onSchedule(scheduleId, () => deleteSchedule(c, scheduleId)));
+      await withSchedule(config(), cmd, (c) => deleteSchedule(c, scheduleId));
       print({ scheduleId, deleted: true });
     });
 
@@ -203,7 +169,7 @@ export function buildProgram(config: () => Config): Command {
   cycle
     .command('run')
     .description('start one cycle directly (outside the schedule)')
-    .option('--as-of <date>', 'compute thresholds as of this date (YYYY-MM-DD, UTC; not after today)', parseDate)
+    .option('--as-of <date>', 'compute thresholds as of this date (YYYY-MM-DD, UTC; not after today)', date)
     .option('--wait', 'wait for the cycle to end and print its result')
     .action(async (opts: { asOf?: string; wait?: boolean }) => {
       const cfg = config();
@@ -215,9 +181,9 @@ export function buildProgram(config: () => Config): Command {
       'list what a cycle would send, owner by owner, without writing anything ' +
         '(a read-only transaction as the worker, DATABASE_URL)',
     )
-    .option('--as-of <date>', "the cycle's AsOf date (YYYY-MM-DD, UTC; default today)", parseDate)
-    .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', parseThresholds)
-    .option('--retention-days <n>', 'override REMINDER_RETENTION_DAYS', wholeNumber(0, 36_500))
+    .option('--as-of <date>', "the cycle's AsOf date (YYYY-MM-DD, UTC; default today)", date)
+    .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', thresholds)
+    .option('--retention-days <n>', 'override REMINDER_RETENTION_DAYS', wholeNumberFrom(0, 36_500))
     .action(async (opts: { asOf?: string; thresholds?: number[]; retentionDays?: number }) => {
       print(
         await previewCycleCommand(config(), {
@@ -230,7 +196,7 @@ export function buildProgram(config: () => Config): Command {
   cycle
     .command('status')
     .description('list recent cycles on the task queue: status, AsOf, outcome and counts')
-    .option('--limit <n>', 'how many (1-1000)', wholeNumber(1, 1000), 10)
+    .option('--limit <n>', 'how many (1-1000)', wholeNumberFrom(1, 1000), 10)
     .action(async (opts: { limit: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => listCycles(c, { taskQueue: cfg.temporal.taskQueue, limit: opts.limit })));
@@ -239,19 +205,19 @@ export function buildProgram(config: () => Config): Command {
   const outbox = program
     .command('outbox')
     .description(
-      'parked outbox rows: refused by Kafka RELAY_MAX_ATTEMPTS times (as the relay, DATABASE_URL of outbox_relay)',
+      'parked outbox rows: refused by Kafka RELAY_MAX_ATTEMPTS times (as the relay: RELAY_DATABASE_URL, else DATABASE_URL)',
     );
   outbox
     .command('parked')
     .description('list parked rows, oldest first: id, key, attempts, refusals, last error (never the payload)')
-    .option('--limit <n>', 'how many (1-10000)', wholeNumber(1, 10_000), 100)
+    .option('--limit <n>', 'how many (1-10000)', wholeNumberFrom(1, 10_000), 100)
     .action(async (opts: { limit: number }) => {
       print(await listParkedCommand(config(), opts));
     });
   outbox
     .command('retry')
     .description('un-park rows so the relay tries them again (fix the cause first, or they are parked again)')
-    .argument('[id]', 'the parked row to retry', uuid)
+    .argument('[id]', 'the parked row to retry', outboxRowId)
     .option('--all', 'every parked row')
     .action(async (id: string | undefined, opts: { all?: boolean }, cmd: Command) => {
       if (Boolean(id) === Boolean(opts.all)) cmd.error('error: give either a row id or --all');

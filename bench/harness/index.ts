@@ -8,7 +8,8 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../../src/db/pool';
-import { connectTemporal, loadTemporalProfile, temporalConnectionOptions } from '../../src/temporal/connection';
+import { loadTemporalProfile } from '../../src/config/temporal-profile';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { startStack } from '../../scripts/stack';
 import { createMigratedDatabase, stackRolePasswords } from '../../scripts/stack/database';
 import type { BenchOptions, StackProfile } from '../options';
@@ -128,7 +129,7 @@ export async function startOrAdoptStack(
 
 /**
  * A Temporal client as the job's client connects: the address and TLS files of the stack's variables
- * (TEMPORAL_TLS_*, read by src/temporal/connection.ts), so the production profile's mTLS frontend takes it.
+ * (TEMPORAL_TLS_*, read by src/config/temporal-profile.ts), so the production profile's mTLS frontend takes it.
  */
 async function connectBenchClient(env: Record<string, string>): Promise<Connection> {
   const loaded = loadTemporalProfile({ ...process.env, ...env });

@@ -39,7 +39,12 @@ export function checkoutSource(rev: string, log: (line: string) => void): { dir:
         ? path.join(dir, 'src', 'temporal', 'worker.ts')
         : path.join(dir, 'src', 'worker.ts'),
     ).createWorker,
-    loadConfig: require(path.join(dir, 'src', 'config.ts')).loadConfig,
+    // Older revisions have the configuration in src/config.ts, newer ones in src/config/.
+    loadConfig: require(
+      fs.existsSync(path.join(dir, 'src', 'config.ts'))
+        ? path.join(dir, 'src', 'config.ts')
+        : path.join(dir, 'src', 'config', 'index.ts'),
+    ).loadConfig,
   };
   /* eslint-enable @typescript-eslint/no-require-imports */
   return { dir, modules };

@@ -11,7 +11,7 @@
  * real worker built by `createWorker` (production's workflow bundle, workflow interceptors, sinks and
  * activities) — this working tree's, or with `--at REV` those of a git revision — checks that the cycle
  * took the path the scenario is named for, and writes every run's history as proto3 JSON (the format of
- * `temporal workflow show --output json`; test/support/history-fixtures.ts says why not the SDK's
+ * `temporal workflow show --output json`; scripts/record-histories/fixtures.ts says why not the SDK's
  * `historyToJSON`). Nothing is stripped. One file per run: `<scenario>.json`, or `<scenario>-run<N>.json`
  * for each run of a cycle that continued as new; with `--tag T`, `T.<scenario>.json`. Files are written
  * only when every scenario went as planned, and never over existing ones unless `--overwrite`.
@@ -36,7 +36,7 @@
  */
 import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { FIXTURES_DIR } from '../../test/support/history-fixtures';
+import { FIXTURES_DIR } from './fixtures';
 import { startStack } from '../stack';
 import { recordHistories } from './index';
 

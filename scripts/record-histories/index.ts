@@ -3,7 +3,7 @@
  * test/integration/record-histories.test.ts runs against the test stack. It records in a fresh migrated
  * database, on a real worker built by `createWorker` (production's workflow bundle, workflow
  * interceptors, sinks and activities), and writes the files in the format of
- * test/support/history-fixtures.ts.
+ * ./fixtures.ts.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -15,16 +15,10 @@ import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { createLogger } from '../../src/observability/logger';
 import { createWorker } from '../../src/temporal/worker';
-import {
-  fixtureFileName,
-  historyToFixtureJSON,
-  isScenarioFixture,
-  type History,
-} from '../../test/support/history-fixtures';
+import { fixtureFileName, historyToFixtureJSON, isScenarioFixture, runHistories, type History } from './fixtures';
 import { createMigratedDatabase } from '../stack/database';
 import { checkoutSource, type WorkerModules } from './checkout';
 import { dropTestTriggers, SCENARIOS, type Scenario } from './scenarios';
-import { runHistories } from '../../test/support/history';
 
 export interface RecordOptions {
   temporalAddress: string;

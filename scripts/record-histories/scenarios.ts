@@ -15,7 +15,7 @@ import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { addDays } from '../../src/domain/dates';
 import type { CycleWorkflow } from '../../src/workflows';
-import { insertDocuments, rejectOwner } from '../../test/support/data';
+import { insertDocuments, rejectOwner } from '../stack/documents';
 
 /** Every cycle runs as of this day, so the seeded data means the same thing whenever it is recorded. */
 const AS_OF_DATE = '2026-09-02';

@@ -14,7 +14,7 @@ import type { ActivityDeps } from './deps';
 import { createRemindOwners } from './owner-groups';
 
 export type { ActivityDeps } from './deps';
-export type { FailedOwner, RemindOwnersInput, RemindOwnersResult } from './owner-groups';
+export type { RemindOwnersInput, RemindOwnersResult } from './owner-groups';
 
 export interface CandidatePage {
   /** Distinct owners of the page's documents, in scan order. */
@@ -151,7 +151,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
 }
 
 /** Scan positions of cycles that never finished (cancelled, terminated) are deleted after this many days. */
-export const STALE_SCAN_POSITION_DAYS = 2;
+const STALE_SCAN_POSITION_DAYS = 2;
 
 /** The activity interface the workflow proxies (types only cross into workflow code). */
 export type Activities = ReturnType<typeof createActivities>;

@@ -31,7 +31,7 @@ export interface RemindOwnersInput extends CandidateWindow {
 }
 
 /** An owner left without its reminder in this cycle; the next cycle finds its documents again. */
-export interface FailedOwner {
+interface FailedOwner {
   ownerUserId: string;
   error: string;
 }

@@ -38,7 +38,7 @@ export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: s
  * The highest prune cutoff the ledger has applied (migration 011), or null before the first prune. A
  * scalar subquery: `greatest` ignores its null, so the bound is then AsOfDate − RetentionDays alone.
  */
-export const PRUNE_CUTOFF_SQL = '(select c.cutoff from profile.document_expiry_reminder_prune_cutoff c)';
+const PRUNE_CUTOFF_SQL = '(select c.cutoff from profile.document_expiry_reminder_prune_cutoff c)';
 
 /** Documents of alias `doc` that are active, not deleted, and expire in `[from, to]` (SQL date expressions). */
 export const windowSql = (doc: string, from: string, to: string) =>
@@ -55,7 +55,7 @@ export const windowSql = (doc: string, from: string, to: string) =>
  * AsOf, is never scanned again, so a past AsOf or a longer retention cannot remind it twice
  * (docs/DESIGN.md#resolutions, resolution 1).
  */
-export const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
+const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
   windowSql(
     doc,
     `greatest(${asOfDate}::date - ${retentionDays}::int, ${PRUNE_CUTOFF_SQL})`,
@@ -117,7 +117,7 @@ export const notRemindedSql = (doc: string, currentThreshold: string) =>
  * its current threshold. The page scan, the backlog gauge and baseline B use it whole; the owner
  * statement and `cycle preview` use its two halves (`dueCtes`), so all of them agree on what is due.
  */
-export const dueDocumentSql = (asOfDate: string, thresholds: string, retentionDays: string) =>
+const dueDocumentSql = (asOfDate: string, thresholds: string, retentionDays: string) =>
   `${inWindowSql('d', asOfDate, thresholds, retentionDays)}
         and ${notRemindedSql('d', currentThresholdSql('d', asOfDate, thresholds))}`;
 
@@ -130,7 +130,7 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
  * bounds it guessed a third of the table per bound and read and sorted every remaining due document
  * of the window for each page (bench/REPORT.md, "The page plan").
  */
-export const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
+const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
       where ${windowSql('d', '$1::date', '$2::date')}
         and ${notRemindedSql('d', currentThresholdSql('d', '$3', '$4'))}
@@ -155,7 +155,7 @@ export const PAGE_PLAN_BEGIN = [
 ].join('; ');
 
 /** The page statement's parameters for one id slice. */
-export function candidatePageParams(
+function candidatePageParams(
   window: CandidateWindow,
   bounds: ScanBounds,
   after: PageCursor,

@@ -8,7 +8,7 @@ import { explainingClient } from './connection-errors';
 import { connectionOptions } from './pool';
 
 /** Where the numbered `.sql` files live (the same from `src/` under tsx and from `dist/`). */
-export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
+const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
 
 export interface MigrateOptions {
   /** Owner connection: creates schema, tables and roles. */

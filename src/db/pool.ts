@@ -61,7 +61,7 @@ export interface SessionLimits {
  * keepalives are the server's (`tcp_keepalives_*`): they are what ends a backend whose client vanished
  * without closing the socket; the client's own keepalive only notices the loss on the worker's side.
  */
-export function sessionParameters(
+function sessionParameters(
   limits: SessionLimits,
 ): Pick<
   pg.PoolConfig,

@@ -51,7 +51,7 @@ export interface RemindOwnersParams extends CandidateWindow {
  * in the same millisecond share their leading 64 bits, and two such owners would lock each other out.
  * Every claimer must use the same key for the same owner.
  */
-export const ownerLockKeySql = (owner: string) => {
+const ownerLockKeySql = (owner: string) => {
   const hex = `replace(${owner}::text, '-', '')`;
   return `(('x' || left(${hex}, 16))::bit(64) # ('x' || right(${hex}, 16))::bit(64))::bigint`;
 };
@@ -194,7 +194,7 @@ export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersPa
  * Takes the owner lock of each of `ownerUserIds` that no other transaction holds, without waiting.
  * @returns the owners now locked by the caller's transaction.
  */
-export async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promise<string[]> {
+async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promise<string[]> {
   const { rows } = await db.query<{ owner_user_id: string }>(
     `select o.id as owner_user_id
        from unnest($1::uuid[]) as o(id)
@@ -242,7 +242,7 @@ const claimLockedOwnersParams = (p: RemindOwnersParams) => [
 ];
 
 /** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
-export async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
+async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
   if (p.ownerUserIds.length === 0) return [];
   const { rows } = await db.query<{
     owner_user_id: string;

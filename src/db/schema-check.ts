@@ -24,7 +24,7 @@ const TYPE_NAMES = {
 type ColumnType = keyof typeof TYPE_NAMES;
 
 /** One table of the contract (migrations 001–011, docs/DESIGN.md#tables), and how a role uses it. */
-export interface ExpectedTable {
+interface ExpectedTable {
   /** In schema `profile`. */
   table: string;
   /**
@@ -69,7 +69,7 @@ const OUTBOX_INSERTED = [
 ];
 
 /** What the worker's SQL relies on: the tables it reads and the outbox columns it writes, with their types. */
-export const WORKER_TABLES: readonly ExpectedTable[] = [
+const WORKER_TABLES: readonly ExpectedTable[] = [
   {
     table: 'person_documents',
     access: 'read',
@@ -123,16 +123,14 @@ export const WORKER_TABLES: readonly ExpectedTable[] = [
 ];
 
 /** What the relay's SQL relies on: every column of the outbox, migration 009's parking columns included. */
-export const RELAY_TABLES: readonly ExpectedTable[] = [
-  { table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS },
-];
+const RELAY_TABLES: readonly ExpectedTable[] = [{ table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS }];
 
 /**
  * Problems with `tables` as the connected role sees them: a column it cannot read or that is missing,
  * and a column whose type is not the one the job's SQL relies on (naming table, column, the type expected
  * and the type found).
  */
-export async function tableProblems(db: Queryable, tables: readonly ExpectedTable[]): Promise<string[]> {
+async function tableProblems(db: Queryable, tables: readonly ExpectedTable[]): Promise<string[]> {
   const problems: string[] = [];
   const { rows } = await db.query<{ table_name: string; column_name: string; data_type: string; udt_name: string }>(
     `select table_name, column_name, data_type, udt_name from information_schema.columns
@@ -191,7 +189,7 @@ export async function relaySchemaProblems(db: Queryable): Promise<string[]> {
  * The session's DateStyle must print ISO dates (`createPool` asks for it in the connection's options); a
  * pooler that drops startup options leaves the server's, and dates would be read in another order.
  */
-export async function dateStyleProblems(db: Queryable): Promise<string[]> {
+async function dateStyleProblems(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ datestyle: string }>(`select current_setting('DateStyle') as datestyle`);
   const style = rows[0].datestyle;
   return style.startsWith('ISO')

@@ -4,7 +4,7 @@
  */
 
 /** The largest threshold accepted: ten years. A larger one is a typo, and it would widen every scan. */
-export const MAX_THRESHOLD_DAYS = 3650;
+const MAX_THRESHOLD_DAYS = 3650;
 
 /** Problems with a thresholds list, as sentences; empty when the list is valid. */
 export function thresholdProblems(thresholds: readonly number[]): string[] {

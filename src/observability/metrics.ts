@@ -9,7 +9,7 @@ import { utcDate } from '../domain/dates';
 import type { CycleResult, CycleStatus } from '../domain/cycle';
 
 const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];
-export const ERROR_KINDS = ['owner', 'cycle'] as const;
+const ERROR_KINDS = ['owner', 'cycle'] as const;
 
 /** The worker's metrics. Every known label value starts at 0, so the first increment after a restart shows as one. */
 export function createWorkerMetrics(thresholdsDays: readonly number[], registry = new client.Registry()) {

@@ -24,7 +24,7 @@ import type { CycleWorkflow } from '../workflows';
 import { resultWithProgress } from './progress';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
-export interface PreviewOwner {
+interface PreviewOwner {
   ownerUserId: string;
   documents: WonDocument[];
 }
@@ -140,7 +140,7 @@ function queryString(value: string): string {
 }
 
 /** The visibility query of `cycle status`: the job's cycles on its task queue, one row per cycle. */
-export function cyclesQuery(taskQueue: string): string {
+function cyclesQuery(taskQueue: string): string {
   // A cycle that continued as new has one closed run per continuation; its last run stands for it.
   return `WorkflowType = ${queryString(WORKFLOW_TYPE)} AND TaskQueue = ${queryString(taskQueue)} AND ExecutionStatus != "ContinuedAsNew"`;
 }

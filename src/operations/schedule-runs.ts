@@ -71,14 +71,14 @@ export async function cycleStartedBy(
 }
 
 /** Temporal's scheduler buffers at most this many starts per schedule; more would be dropped. */
-export const MAX_BACKFILL_ACTIONS = 1000;
+const MAX_BACKFILL_ACTIONS = 1000;
 
 /**
  * The instants a backfill of the UTC days `from`..`to` (inclusive) covers: from `from` 00:00:00.000 to
  * `to` 23:59:59.999. Temporal includes both ends, so every action time whose UTC date lies in the range is
  * taken, and no other: with the default 24h interval at the 3h offset, that is 03:00 UTC of each day.
  */
-export function backfillRange(from: string, to: string): { start: Date; end: Date } {
+function backfillRange(from: string, to: string): { start: Date; end: Date } {
   return {
     start: new Date(`${from}T00:00:00.000Z`),
     end: new Date(Date.parse(`${addDays(to, 1)}T00:00:00.000Z`) - 1),
@@ -90,7 +90,7 @@ export function backfillRange(from: string, to: string): { start: Date; end: Dat
  * caller can tell "more than limit"). Temporal counts intervals from the Unix epoch: an interval matches
  * `offset + n × every`.
  */
-export function intervalActionTimes(
+function intervalActionTimes(
   intervals: readonly { everyMs: number; offsetMs: number }[],
   start: Date,
   end: Date,

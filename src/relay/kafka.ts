@@ -139,7 +139,7 @@ export async function ensureTopic(
 }
 
 /** docs/DESIGN.md#event headers: what a consumer needs to route and deduplicate without parsing the value. */
-export function messageHeaders(row: OutboxMessage): IHeaders {
+function messageHeaders(row: OutboxMessage): IHeaders {
   return {
     eventType: row.event_type,
     contractVersion: String(row.contract_version),
@@ -156,7 +156,7 @@ export function toKafkaMessage(row: OutboxMessage): Message {
 }
 
 /** Kafka refused the relay's credentials: said with the variables to check, since kafkajs names none. */
-export class KafkaLoginError extends Error {
+class KafkaLoginError extends Error {
   constructor(message: string, options: { cause: unknown }) {
     super(message, options);
     this.name = 'KafkaLoginError';

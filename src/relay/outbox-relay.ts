@@ -310,7 +310,7 @@ export class OutboxRelay {
 }
 
 /** Exponential backoff with full jitter, from 250 ms up to `maxMs`. */
-export function backoff(failures: number, maxMs: number): number {
+function backoff(failures: number, maxMs: number): number {
   const ceiling = Math.min(maxMs, 250 * 2 ** Math.min(failures - 1, 20));
   return Math.max(100, Math.floor(Math.random() * ceiling));
 }

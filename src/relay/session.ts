@@ -18,7 +18,7 @@ const MARGIN_MS = 10_000;
  * producer, and a margin. It also bounds how long an orphaned relay transaction (its relay gone, its network
  * cut) keeps rows locked.
  */
-export function relayIdleInTransactionTimeoutMs(sendTimeoutMs: number): number {
+function relayIdleInTransactionTimeoutMs(sendTimeoutMs: number): number {
   return sendTimeoutMs + WIND_DOWN_MS + MARGIN_MS;
 }
 

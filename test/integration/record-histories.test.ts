@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import { recordHistories } from '../../scripts/record-histories';
 import { createTracing } from '../../src/observability/tracing';
 import { cycleSinks } from '../../src/temporal/worker';
-import { historyFromFixtureJSON } from '../support/history-fixtures';
+import { historyFromFixtureJSON } from '../../scripts/record-histories/fixtures';
 
 function required(name: string): string {
   const value = process.env[name];

@@ -11,7 +11,7 @@ import { OutboxRelay } from '../../src/relay/outbox-relay';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const url = requireDatabaseUrl(config, 'worker');
+  const url = requireDatabaseUrl(config, 'relay');
   const logger = createLogger('warn');
   const pool = createPool({ connectionString: url, max: 2 });
   const relay = new OutboxRelay({

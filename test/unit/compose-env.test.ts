@@ -1,7 +1,7 @@
 /**
  * The environment docker-compose.yml gives the app's services is one the app accepts, with the TLS and
  * SASL settings the production checklist (docs/DEPLOYMENT.md) lists: compose is not run here, so this is
- * where its values meet src/config.ts. Interpolated passwords stand in as placeholders, and the `certs`
+ * where its values meet src/config. Interpolated passwords stand in as placeholders, and the `certs`
  * volume as a folder with the files of the same names.
  */
 import fs from 'node:fs';

@@ -9,7 +9,7 @@ const WORKER_URL = 'postgres://expiry_reminder_worker:pw@127.0.0.1:1/none';
 function run(entryPoint: string, vars: Record<string, string>) {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (/^(DATABASE_URL|MIGRATION_DATABASE_URL|REMINDER_|TEMPORAL_)/.test(key)) delete env[key];
+    if (/^(DATABASE_URL|MIGRATION_DATABASE_URL|RELAY_DATABASE_URL|REMINDER_|TEMPORAL_)/.test(key)) delete env[key];
   }
   return spawnSync(process.execPath, [require.resolve('tsx/cli'), entryPoint], {
     cwd: repoRoot,
@@ -41,6 +41,13 @@ describe('entry points with bad configuration', () => {
     const result = run('src/worker.ts', {});
     expect(result.status).toBe(EXIT_CODES.config);
     expect(result.stderr).toContain('DATABASE_URL=(unset)');
+    expect(result.stdout).toBe('');
+  });
+
+  it('stops the relay with exit code 78 naming its own variable when no URL is set', () => {
+    const result = run('src/relay.ts', {});
+    expect(result.status).toBe(EXIT_CODES.config);
+    expect(result.stderr).toContain('RELAY_DATABASE_URL (or DATABASE_URL)=(unset): expected the relay connection');
     expect(result.stdout).toBe('');
   });
 

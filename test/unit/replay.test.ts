@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
-import { fixtureRunName, listFixtures, readFixture } from '../support/history-fixtures';
+import { fixtureRunName, listFixtures, readFixture } from '../../scripts/record-histories/fixtures';
 import { createTracing } from '../../src/observability/tracing';
 import { WORKFLOWS_PATH, workflowSideOptions } from '../../src/temporal/worker';
 

@@ -1,6 +1,6 @@
 /**
- * The replay fixtures' format: where they live, how a file is named, and how a history is written to and
- * read from one. The recorder (scripts/record-histories/) writes them, test/unit/replay.test.ts replays
+ * The replay fixtures' format: where they live, how a file is named, how a cycle's runs are fetched, and
+ * how a history is written to and read from one. The recorder (scripts/record-histories/) writes them, test/unit/replay.test.ts replays
  * the committed set, test/integration/record-histories.test.ts replays what the recorder just wrote; all
  * three take the format from here, so they cannot drift apart.
  *
@@ -9,13 +9,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 export type History = temporal.api.history.v1.IHistory;
 const EventType = temporal.api.enums.v1.EventType;
 
 /** The committed fixtures, replayed in CI. */
-export const FIXTURES_DIR = path.resolve(__dirname, '..', 'fixtures', 'histories');
+export const FIXTURES_DIR = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'histories');
 
 /**
  * protobufjs's proto3 JSON codec, from the copy of protobufjs that `@temporalio/proto` is built with.
@@ -100,4 +101,22 @@ export function eventTypes(history: History): string[] {
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The histories of every run of the cycle, first to last, following continue-as-new. */
+export async function runHistories(
+  client: Client,
+  handle: WorkflowHandleWithFirstExecutionRunId,
+): Promise<{ runId: string; history: temporal.api.history.v1.IHistory }[]> {
+  const runs: { runId: string; history: temporal.api.history.v1.IHistory }[] = [];
+  let runId: string | undefined = handle.firstExecutionRunId;
+  while (runId) {
+    const history: temporal.api.history.v1.IHistory = await client.workflow
+      .getHandle(handle.workflowId, runId)
+      .fetchHistory();
+    runs.push({ runId, history });
+    const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
+    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return runs;
 }

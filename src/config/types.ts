@@ -1,0 +1,63 @@
+/** The validated configuration every entry point receives: what each setting means, not where it comes from. */
+import type { ClientConfigProfile } from '@temporalio/envconfig';
+import type { CycleDefaults } from '../domain/cycle';
+import type { SessionLimits } from '../db/pool';
+
+/** Validated configuration of every entry point. */
+export interface Config {
+  /** The worker's (and the relay's) connection; required by the processes that touch the database. */
+  databaseUrl?: string;
+  /** Owner connection for migrations; defaults to `databaseUrl`. */
+  migrationDatabaseUrl?: string;
+  /** The relay's connection (and the outbox commands'); defaults to `databaseUrl`. */
+  relayDatabaseUrl?: string;
+  databasePoolSize: number;
+  /** Session limits of the worker's connections (0 turns one off); see `SessionLimits` in db/pool.ts. */
+  databaseSession: SessionLimits;
+  /** Passwords `migrate` sets on the two roles it creates, when given (local stacks; production sets them elsewhere). */
+  rolePasswords: { worker?: string; relay?: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    /** The connection profile (temporal.toml and `TEMPORAL_*`): API key, TLS, gRPC metadata. */
+    connection: ClientConfigProfile;
+  };
+  cycle: CycleDefaults;
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    ssl?: boolean | { caPath?: string };
+    sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+    topicPartitions: number;
+    topicReplicationFactor: number;
+  };
+  relay: {
+    batchSize: number;
+    /** Claim-send-mark loops at once, each with its own producer (see the relay's lanes). */
+    concurrency: number;
+    pollIntervalMs: number;
+    /** How long a lane woken by NOTIFY after a partial claim waits for more rows before it claims (0 = none). */
+    lingerMs: number;
+    sendTimeoutMs: number;
+    maxBackoffMs: number;
+    /** A row Kafka refused on its own this many times is parked (docs/DESIGN.md#relay-poison-rows). */
+    maxAttempts: number;
+    retentionMs: number;
+    cleanupIntervalMs: number;
+    /** At most how often `/metrics` counts the outbox backlog (a scrape in between shows the last count). */
+    backlogRefreshIntervalMs: number;
+  };
+  schedule: { intervalMs: number; offsetMs: number };
+  /** OpenTelemetry export: off unless an OTLP endpoint is set. */
+  tracing: { otlpEndpoint?: string; serviceName?: string };
+  /** Port of `/metrics`; 0 turns the endpoint off. */
+  metricsPort: number;
+  /** At most how often the worker counts the documents due (the backlog gauge); also after each cycle. */
+  backlogRefreshIntervalMs: number;
+  logLevel: string;
+  /** Id ranges a cycle's first candidate page is scanned in at once (one connection each). */
+  scanSlices: number;
+  /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
+  workflowBundlePath?: string;
+}

@@ -1,0 +1,37 @@
+/**
+ * The client's argument parsers for commander: the configuration's parsers (`src/config/parsers.ts`) where an
+ * option overrides a variable, so both accept the same text, and the client's own kinds of text.
+ */
+import { InvalidArgumentError } from 'commander';
+import { thresholdDays, wholeNumber, type TextParser } from '../config/parsers';
+import { isIsoDate } from '../domain/dates';
+
+/** `parse` as a commander argument parser: a bad text is an InvalidArgumentError with its `expected` sentence. */
+function argument<T>(parse: TextParser<T>): (text: string) => T {
+  return (text) => {
+    const parsed = parse(text);
+    if ('expected' in parsed) throw new InvalidArgumentError(parsed.expected);
+    return parsed.value;
+  };
+}
+
+/** A calendar date `YYYY-MM-DD`. */
+export const date = argument((text) =>
+  isIsoDate(text) ? { value: text } : { expected: 'expected a calendar date YYYY-MM-DD, e.g. 2026-12-01' },
+);
+
+/** A thresholds list, as REMINDER_THRESHOLDS_DAYS takes it. */
+export const thresholds = argument(thresholdDays);
+
+/** A whole number from `min` to `max`. */
+export const wholeNumberFrom = (min: number, max: number) => argument(wholeNumber(min, max));
+
+/** An outbox row id, lower-cased. */
+export const outboxRowId = argument((text) =>
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)
+    ? { value: text.toLowerCase() }
+    : { expected: 'expected an outbox row id (a UUID, as `outbox parked` lists them)' },
+);
+
+/** Some text, trimmed. */
+export const nonEmpty = argument((text) => (text.trim() ? { value: text.trim() } : { expected: 'expected some text' }));
