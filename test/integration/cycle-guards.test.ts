@@ -10,7 +10,7 @@ import { addDays, utcDate } from '../../src/domain/dates';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
-import { testConfig, type TestWorker } from '../support/stack';
+import { testConfig, testCycleSettings, type TestWorker } from '../support/stack';
 import { waitFor } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
 import { useIntegration } from '../support/harness';
@@ -144,18 +144,7 @@ describe('a run cannot undo the ledger', () => {
       AS_OF_DATE,
       Array.from({ length: 5 }, () => ({ daysLeft: 7 })),
     );
-    const settings = {
-      asOf: `${AS_OF_DATE}T00:00:00.000Z`,
-      asOfDate: AS_OF_DATE,
-      thresholdsDays: [30, 7, 1, 0],
-      batchSize: 2,
-      retentionDays: 90,
-      maxRunDurationMs: 600_000,
-      ownerConcurrency: 400,
-      ownerGroupSize: 100,
-      maxHistoryEvents: 9_000,
-      busyRetryWindowMs: 70_000,
-    };
+    const settings = testCycleSettings(AS_OF_DATE, { batchSize: 2 });
     const continuation = {
       settings,
       startedAtMs: Date.now() - 1_000,
