@@ -5,12 +5,13 @@
  * here, so compose never runs as a whole; the binaries the stack builds stand in for the images', and this
  * machine's host names, ports and paths for the containers'.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { spawnGroup, type ProcessGroup } from '../../scripts/process-group';
 import { productionFile } from '../../scripts/stack/production-files';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
 import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
@@ -29,40 +30,22 @@ let server: ProductionPostgres;
 let port: string;
 let toolDir: string;
 let uiBinary: string;
-const services: ChildProcess[] = [];
+const services: ProcessGroup[] = [];
 const sh = promisify(execFile);
 
 /** Starts a long-running service's script, its output into `<name>.log` of the stack folder. */
-function startService(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+function startService(name: string, script: string, env: NodeJS.ProcessEnv): ProcessGroup {
   const out = fs.openSync(path.join(secrets.dir, `${name}.log`), 'a');
-  // Its own process group: the script's shell does not exec the server, so stopping the shell alone
-  // would leave the server running (a UI server outlived every test run so).
-  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', out, out], detached: true });
+  // A group of its own: the script's shell does not exec the server, so stopping the shell alone would not do.
+  const service = spawnGroup('sh', ['-c', script], { env, stdio: ['ignore', out, out] });
   fs.closeSync(out);
-  services.push(child);
-  return child;
+  services.push(service);
+  return service;
 }
 
-async function stopService(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const signalGroup = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // The group is gone already.
-    }
-  };
-  signalGroup('SIGTERM');
-  const timer = setTimeout(() => signalGroup('SIGKILL'), 20_000);
-  await exited;
-  clearTimeout(timer);
-  // The shell may end before the server it started; give the rest of the group its signal too.
-  signalGroup('SIGTERM');
-}
-
-/** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `child` exited. */
-async function until(command: string, env: NodeJS.ProcessEnv, child: ChildProcess, name: string, ms = 120_000) {
+/** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `service` exited. */
+async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGroup, name: string, ms = 120_000) {
+  const { child } = service;
   const deadline = Date.now() + ms;
   for (;;) {
     if (child.exitCode !== null) {
@@ -119,7 +102,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  for (const child of services.reverse()) await stopService(child);
+  for (const service of services.reverse()) await service.stop();
   await server?.stop();
   if (secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
 });
