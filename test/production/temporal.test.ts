@@ -61,7 +61,12 @@ beforeAll(async () => {
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
   postgres = await startProductionPostgres(secrets);
   // The first run on a machine builds the server, the SQL tool and the UI server with Go (minutes).
-  temporal = await startProductionTemporal({ adminUrl: postgres.adminUrl, secrets });
+  temporal = await startProductionTemporal({
+    adminUrl: postgres.adminUrl,
+    secrets,
+    // The profile's PostgreSQL takes Temporal's role over TLS only, as the stack passes it.
+    dbTls: { caFile: secrets.caPath },
+  });
   const workerOptions = temporalConnectionOptions(loadConfig(envAs('worker')));
   workerConnection = await connectTemporal(workerOptions, (o) => NativeConnection.connect(o));
   worker = await Worker.create({
