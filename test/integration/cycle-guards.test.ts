@@ -231,15 +231,16 @@ describe('a busy owner is retried, never dropped for the day', () => {
 describe('a cycle ends cleanly whatever arrives while it waits', () => {
   beforeEach(async () => {
     w = await stack.startWorker();
-  });
-
-  test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
+    // Six due owners whose marks take two seconds a statement: the cycle is still running when the test acts.
     await insertDocuments(
       stack.db.admin,
       AS_OF_DATE,
       Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
     );
     await slowMarks(2);
+  });
+
+  test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
     // Page 1's end position vanishes as it is written, so reading page 2 ahead fails for good.
     await stack.db.admin.query(`
       create or replace function profile.lose_page_one() returns trigger language plpgsql as $$
@@ -255,12 +256,6 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
   });
 
   test('a cancel request while the run drains before continuing as new stops the cycle there', async () => {
-    await insertDocuments(
-      stack.db.admin,
-      AS_OF_DATE,
-      Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
-    );
-    await slowMarks(2);
     // The smallest history budget: the run continues as new after its first page, once its owners drain.
     const handle = await stack.startCycle(
       {

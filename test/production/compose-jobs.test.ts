@@ -68,6 +68,21 @@ function onThisMachine(script: string): string {
     .replaceAll('/certs/ca.pem', secrets.caPath);
 }
 
+/**
+ * A compose service's variables pointed at this file's PostgreSQL as Temporal's role over TLS, with the
+ * server's tools on PATH; `prefix` is how the service names its database variables.
+ */
+function onThisDatabase(service: string, prefix: 'SQL_' | 'TEMPORAL_DB_'): NodeJS.ProcessEnv {
+  return {
+    ...composeEnv(service),
+    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
+    [`${prefix}HOST`]: 'localhost',
+    [`${prefix}PORT`]: port,
+    [`${prefix}PASSWORD`]: secrets.passwords.temporal,
+    [`${prefix}TLS_CA_FILE`]: secrets.caPath,
+  };
+}
+
 async function loginAsTemporal(password: string, database = 'postgres'): Promise<{ ssl: boolean }> {
   const client = new pg.Client({
     connectionString: `postgres://${TEMPORAL_DB_ROLE}:${encodeURIComponent(password)}@localhost:${port}/${database}?sslmode=verify-full&sslrootcert=${encodeURIComponent(secrets.caPath)}`,
@@ -116,14 +131,7 @@ test('temporal-db-role creates the Temporal role with TEMPORAL_DB_PASSWORD, whic
 });
 
 test('temporal-schema creates both Temporal stores with their schema over TLS, and changes nothing when run again', async () => {
-  const env = {
-    ...composeEnv('temporal-schema'),
-    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
-    SQL_HOST: 'localhost',
-    SQL_PORT: port,
-    SQL_PASSWORD: secrets.passwords.temporal,
-    SQL_TLS_CA_FILE: secrets.caPath,
-  };
+  const env = onThisDatabase('temporal-schema', 'SQL_');
   expect(env).toMatchObject({ SQL_USER: TEMPORAL_DB_ROLE, SQL_TLS: 'true', SQL_PLUGIN: 'postgres12' });
   const versions = async () => {
     const found: Record<string, string> = {};
@@ -185,12 +193,7 @@ asRoot(
 test('the temporal service starts the server from its script, on 0.0.0.0 with the address of `hostname -i`, temporal-namespace registers namespace default over mTLS, and temporal-ui lists it', async () => {
   const frontend = 7233 + 20_000 + Math.floor(Math.random() * 2_000);
   const env: NodeJS.ProcessEnv = {
-    ...composeEnv('temporal'),
-    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
-    TEMPORAL_DB_HOST: 'localhost',
-    TEMPORAL_DB_PORT: port,
-    TEMPORAL_DB_PASSWORD: secrets.passwords.temporal,
-    TEMPORAL_DB_TLS_CA_FILE: secrets.caPath,
+    ...onThisDatabase('temporal', 'TEMPORAL_DB_'),
     TEMPORAL_TLS_DIR: path.dirname(secrets.caPath),
     TEMPORAL_DYNAMIC_CONFIG_FILE: productionFile('temporalDynamicConfig'),
     // The container's ports are the file's defaults; on a shared machine, ports of this test's own.
