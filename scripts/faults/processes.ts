@@ -2,11 +2,12 @@
  * The worker and the relay as the suite runs them: real child processes (`src/worker.ts`,
  * `src/relay.ts` under tsx) pointed at the stack, so a fault can SIGKILL one and watch it die.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EXIT_CODES } from '../../src/run-main';
+import { spawnGroup } from '../process-group';
 import type { FaultDb, Harness } from './harness';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -24,11 +25,12 @@ export interface Proc {
 
 /** Starts `src/<entry>.ts` with the stack's variables and `env` on top; its output joins `h.output`. */
 export function startProcess(h: Harness, entry: 'worker' | 'relay', env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', `${entry}.ts`)], {
+  const group = spawnGroup(process.execPath, ['--import', 'tsx', path.join(root, 'src', `${entry}.ts`)], {
     cwd: root,
     env: { ...process.env, ...h.stack.env, METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const { child } = group;
   const output: string[] = [];
   const collect = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -37,24 +39,22 @@ export function startProcess(h: Harness, entry: 'worker' | 'relay', env: Record<
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
   let killed = false;
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code, signal) => {
-      // A process dying on its own is part of what the suite watches for: show why.
-      if (!killed && !REFUSALS.includes(code)) {
-        const file = path.join(os.tmpdir(), `faults-${entry}-${child.pid}.log`);
-        fs.writeFileSync(file, output.join(''));
-        h.say(`  ${entry} exited on its own (${code ?? signal}); its output: ${file}`);
-      }
-      resolve(code);
-    }),
-  );
+  const exited = group.exited.then((code) => {
+    // A process dying on its own is part of what the suite watches for: show why.
+    if (!killed && !REFUSALS.includes(code)) {
+      const file = path.join(os.tmpdir(), `faults-${entry}-${child.pid}.log`);
+      fs.writeFileSync(file, output.join(''));
+      h.say(`  ${entry} exited on its own (${code ?? child.signalCode}); its output: ${file}`);
+    }
+    return code;
+  });
   return {
     child,
     output,
     exited,
     kill: async (signal) => {
       killed = true;
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) group.signal(signal);
       return exited;
     },
   };

@@ -1,6 +1,6 @@
 /** Reading the real topic back, as a consumer would (the demo and the tests use it). */
 import crypto from 'node:crypto';
-import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type IHeaders } from 'kafkajs';
 import { ensureTopic } from '../../src/relay/kafka';
 import { TOPIC } from '../../src/domain/names';
 
@@ -38,7 +38,6 @@ export async function consumeUntil(
     sessionTimeout: 10_000,
     heartbeatInterval: 1_000,
   });
-  const messages: ConsumedMessage[] = [];
   // The relay creates the topic with its first send; a reader that comes first must not fail on it.
   const admin = kafka.admin();
   await admin.connect();
@@ -47,6 +46,20 @@ export async function consumeUntil(
   } finally {
     await admin.disconnect();
   }
+  return readUntil(consumer, topic, until, timeoutMs);
+}
+
+/**
+ * Reads `topic` with `consumer` (from its group's committed offsets, else from the beginning) until
+ * `until(messages)` holds or `timeoutMs` runs out, then disconnects it.
+ */
+export async function readUntil(
+  consumer: Consumer,
+  topic: string,
+  until: (messages: ConsumedMessage[]) => boolean,
+  timeoutMs: number,
+): Promise<ConsumedMessage[]> {
+  const messages: ConsumedMessage[] = [];
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });

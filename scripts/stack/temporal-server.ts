@@ -4,7 +4,7 @@
  * Both run the configuration files under `ops/` (the ones compose mounts), with paths, ports and
  * passwords passed as environment variables. The binaries are built with Go on first use and cached.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -13,6 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { ensureSearchAttributes } from '../../src/operations/schedule';
+import { spawnGroup, type ProcessGroup } from '../process-group';
 import { cacheDir } from './cache';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
@@ -251,37 +252,12 @@ async function tableExists(adminUrl: string, database: string, table: string): P
   }
 }
 
-/** A child process whose output goes to a log file, stopped with SIGTERM (SIGKILL after a grace period). */
-interface Service {
-  child: ChildProcess;
-  exited: Promise<number | null>;
-  stop(): Promise<void>;
-}
-
-function startService(binary: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Service {
+/** A server in a process group of its own, its output appended to `logFile`. */
+function startService(binary: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): ProcessGroup {
   const out = fs.openSync(logFile, 'a');
-  const child = spawn(binary, args, { env, stdio: ['ignore', out, out] });
+  const service = spawnGroup(binary, args, { env, stdio: ['ignore', out, out] });
   fs.closeSync(out);
-  // A test runner that dies must not leave the server behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => {
-      process.removeListener('exit', killOnExit);
-      resolve(code);
-    }),
-  );
-  return {
-    child,
-    exited,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  return service;
 }
 
 /** The last lines of a service's log, JSON lines shortened to level, message and error (no stack traces). */
@@ -435,7 +411,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   const args = ['--root', '/', '--config', TEMPORAL_CONFIG_DIR, '--env', 'config', '--allow-no-auth', 'start'];
   const tls = temporalClientTls(options.secrets, 'client');
 
-  const launch = async (): Promise<Service> => {
+  const launch = async (): Promise<ProcessGroup> => {
     const started = Date.now();
     const service = startService(options.binaries.server, args, env, logFile);
     let exitCode: number | null | undefined;

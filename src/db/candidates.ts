@@ -40,13 +40,15 @@ export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: s
  */
 const PRUNE_CUTOFF_SQL = '(select c.cutoff from profile.document_expiry_reminder_prune_cutoff c)';
 
+/** Documents of alias `doc` that have an expiry within `bounds` (SQL conditions), are active and not deleted. */
+const activeDocumentSql = (doc: string, bounds: readonly [string, string]) =>
+  [`${doc}.expires_at is not null`, ...bounds, `${doc}.status = 'Active'`, `not ${doc}.is_deleted`].join(
+    '\n        and ',
+  );
+
 /** Documents of alias `doc` that are active, not deleted, and expire in `[from, to]` (SQL date expressions). */
 export const windowSql = (doc: string, from: string, to: string) =>
-  `${doc}.expires_at is not null
-        and ${doc}.expires_at >= ${from}
-        and ${doc}.expires_at <= ${to}
-        and ${doc}.status = 'Active'
-        and not ${doc}.is_deleted`;
+  activeDocumentSql(doc, [`${doc}.expires_at >= ${from}`, `${doc}.expires_at <= ${to}`]);
 
 /**
  * The window half of "due" on document alias `doc`:
@@ -70,11 +72,10 @@ const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentio
  * of each owner's few documents (bench/REPORT.md, "The owner statement's plan").
  */
 export const ownerInWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
-  `${doc}.expires_at is not null
-        and ${doc}.expires_at - ${asOfDate}::date >= greatest(-${retentionDays}::int, ${PRUNE_CUTOFF_SQL} - ${asOfDate}::date)
-        and ${doc}.expires_at - ${asOfDate}::date <= (select max(t) from unnest(${thresholds}::int[]) as t)
-        and ${doc}.status = 'Active'
-        and not ${doc}.is_deleted`;
+  activeDocumentSql(doc, [
+    `${doc}.expires_at - ${asOfDate}::date >= greatest(-${retentionDays}::int, ${PRUNE_CUTOFF_SQL} - ${asOfDate}::date)`,
+    `${doc}.expires_at - ${asOfDate}::date <= (select max(t) from unnest(${thresholds}::int[]) as t)`,
+  ]);
 
 /** The scan's window as dates, computed before the page statement so the planner sees constants. */
 export interface ScanBounds {

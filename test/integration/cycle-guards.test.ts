@@ -10,7 +10,7 @@ import { addDays, utcDate } from '../../src/domain/dates';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
 import { insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
-import { testConfig, type TestWorker } from '../support/stack';
+import { testConfig, testCycleSettings, type TestWorker } from '../support/stack';
 import { waitFor } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
 import { useIntegration } from '../support/harness';
@@ -144,18 +144,7 @@ describe('a run cannot undo the ledger', () => {
       AS_OF_DATE,
       Array.from({ length: 5 }, () => ({ daysLeft: 7 })),
     );
-    const settings = {
-      asOf: `${AS_OF_DATE}T00:00:00.000Z`,
-      asOfDate: AS_OF_DATE,
-      thresholdsDays: [30, 7, 1, 0],
-      batchSize: 2,
-      retentionDays: 90,
-      maxRunDurationMs: 600_000,
-      ownerConcurrency: 400,
-      ownerGroupSize: 100,
-      maxHistoryEvents: 9_000,
-      busyRetryWindowMs: 70_000,
-    };
+    const settings = testCycleSettings(AS_OF_DATE, { batchSize: 2 });
     const continuation = {
       settings,
       startedAtMs: Date.now() - 1_000,
@@ -242,15 +231,16 @@ describe('a busy owner is retried, never dropped for the day', () => {
 describe('a cycle ends cleanly whatever arrives while it waits', () => {
   beforeEach(async () => {
     w = await stack.startWorker();
-  });
-
-  test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
+    // Six due owners whose marks take two seconds a statement: the cycle is still running when the test acts.
     await insertDocuments(
       stack.db.admin,
       AS_OF_DATE,
       Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
     );
     await slowMarks(2);
+  });
+
+  test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
     // Page 1's end position vanishes as it is written, so reading page 2 ahead fails for good.
     await stack.db.admin.query(`
       create or replace function profile.lose_page_one() returns trigger language plpgsql as $$
@@ -266,12 +256,6 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
   });
 
   test('a cancel request while the run drains before continuing as new stops the cycle there', async () => {
-    await insertDocuments(
-      stack.db.admin,
-      AS_OF_DATE,
-      Array.from({ length: 6 }, () => ({ daysLeft: 7 })),
-    );
-    await slowMarks(2);
     // The smallest history budget: the run continues as new after its first page, once its owners drain.
     const handle = await stack.startCycle(
       {

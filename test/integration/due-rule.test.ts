@@ -74,13 +74,20 @@ async function scanOwners(
   }
 }
 
+/** 25 seeded runs of `fn` from `firstSeed`, each on emptied tables with its own random source. */
+function seeded(firstSeed: number, name: string, fn: (next: () => number, seed: number) => Promise<void>): void {
+  test.each(Array.from({ length: 25 }, (_, i) => [firstSeed + i * 7_919]))(name, async (seed) => {
+    await resetData(stack.db);
+    await fn(mulberry32(seed), seed);
+  });
+}
+
 const key = (documentId: string, threshold: number) => `${documentId}:${threshold}`;
 
-test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
+seeded(
+  1_000,
   'random thresholds over random days: the scan, the claim, preview and the backlog follow the model (seed %i)',
-  async (seed) => {
-    await resetData(stack.db);
-    const next = mulberry32(seed);
+  async (next, seed) => {
     const owners = Array.from({ length: 5 }, () => crypto.randomUUID());
     const docs: ModelDocument[] = Array.from({ length: 24 }, () => ({
       id: crypto.randomUUID(),
@@ -153,11 +160,10 @@ test.each(Array.from({ length: 25 }, (_, i) => [1_000 + i * 7_919]))(
   },
 );
 
-test.each(Array.from({ length: 25 }, (_, i) => [2_000 + i * 7_919]))(
+seeded(
+  2_000,
   'AsOf moving forward and back (backfills, manual runs) with prunes between: no (document, threshold) is sent twice, and no reminder is less urgent than an earlier one (seed %i)',
-  async (seed) => {
-    await resetData(stack.db);
-    const next = mulberry32(seed);
+  async (next, seed) => {
     const owners = Array.from({ length: 4 }, () => crypto.randomUUID());
     const docs = Array.from({ length: 20 }, () => ({
       id: crypto.randomUUID(),

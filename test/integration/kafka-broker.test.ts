@@ -7,17 +7,10 @@ jest.setTimeout(300_000); // the first run resolves the broker's jars from Maven
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { Kafka, logLevel, Partitioners, type IHeaders, type Producer } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
 import { TOPIC } from '../../src/domain/names';
+import { readUntil, type ConsumedMessage } from '../../scripts/stack/consume';
 import { createTopic, KAFKA_VERSION, startKafka, type KafkaBroker } from '../../scripts/stack/kafka';
-
-interface Received {
-  partition: number;
-  offset: string;
-  key: string;
-  value: string;
-  headers: Record<string, string>;
-}
 
 let broker: KafkaBroker;
 let kafka: Kafka;
@@ -27,12 +20,6 @@ const sent = [
   { key: 'owner-2', value: '{"ownerUserId":"owner-2","documents":2}', headers: { 'event-type': 'reminder', seq: '2' } },
   { key: 'owner-3', value: '{"ownerUserId":"owner-3","documents":3}', headers: { 'event-type': 'reminder', seq: '3' } },
 ];
-
-function text(headers: IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) out[name] = String(value);
-  return out;
-}
 
 async function idempotentProducer(): Promise<Producer> {
   const producer = kafka.producer({ idempotent: true, createPartitioner: Partitioners.DefaultPartitioner });
@@ -44,38 +31,8 @@ async function idempotentProducer(): Promise<Producer> {
  * Reads with consumer group `groupId` (from its committed offsets, else from the beginning) until
  * `count` messages arrived, then leaves the group.
  */
-async function consume(groupId: string, count: number): Promise<Received[]> {
-  const consumer = kafka.consumer({ groupId });
-  const received: Received[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`${groupId}: ${received.length} of ${count} messages in 60 s`)),
-        60_000,
-      );
-      consumer
-        .run({
-          eachMessage: async ({ partition, message }) => {
-            received.push({
-              partition,
-              offset: message.offset,
-              key: message.key?.toString() ?? '',
-              value: message.value?.toString() ?? '',
-              headers: text(message.headers),
-            });
-            if (received.length >= count) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
+async function consume(groupId: string, count: number): Promise<ConsumedMessage[]> {
+  const received = await readUntil(kafka.consumer({ groupId }), TOPIC, (m) => m.length >= count, 60_000);
   return received.sort((a, b) => a.key.localeCompare(b.key));
 }
 

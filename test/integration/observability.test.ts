@@ -8,22 +8,17 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import pg from 'pg';
-import { loadConfig } from '../../src/config';
-import { createPool } from '../../src/db/pool';
-import { createKafka } from '../../src/relay/kafka';
-import { OutboxRelay } from '../../src/relay/outbox-relay';
 import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
 import { freePort } from '../../src/observability/ports';
 import { createTracing } from '../../src/observability/tracing';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
-import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
+import { testRelay } from '../support/relay';
 
 const root = path.resolve(__dirname, '..', '..');
-const stack = useIntegration('observability', { client: true });
+const stack = useIntegration('observability', { client: true, relayPoolSize: 2 });
 
 interface Proc {
   child: ChildProcess;
@@ -225,26 +220,12 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   await handle.result();
   await w.stop();
 
-  const relayPool: pg.Pool = createPool({ connectionString: stack.db.relayUrl, max: 2 });
-  const config = loadConfig({
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
-    DATABASE_URL: stack.db.relayUrl,
-    RELAY_POLL_INTERVAL: '200ms',
-  });
-  const relay = new OutboxRelay({
-    pool: relayPool,
-    listenUrl: stack.db.relayUrl,
-    kafka: createKafka(config),
-    config,
-    logger: new CapturedLogs().logger,
-    tracer: tracing.tracer,
-  });
+  const relay = testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, deps: { tracer: tracing.tracer } });
   await relay.start();
   try {
     await waitFor(async () => exporter.getFinishedSpans().filter((s) => s.name === 'outbox publish').length === 2);
   } finally {
     await relay.stop();
-    await relayPool.end();
   }
   await waitFor(async () => exporter.getFinishedSpans().some((s) => s.name.startsWith('RunWorkflow')));
 

@@ -3,16 +3,12 @@
  * backs off, and publishes everything once the broker is back. This file runs a broker of its own so
  * stopping it disturbs no other test (on the production profile, one with SASL_SSL, SCRAM and ACLs).
  */
-import { loadConfig } from '../../src/config';
-import { createKafka } from '../../src/relay/kafka';
-import { OutboxRelay } from '../../src/relay/outbox-relay';
 import type { KafkaBroker } from '../../scripts/stack/kafka';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil } from '../../scripts/stack/consume';
-import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
-import { brokerReader, startOwnBroker } from '../support/relay';
+import { brokerReader, startOwnBroker, testRelay } from '../support/relay';
 
 const stack = useIntegration('relay-outage', { client: true, relayPoolSize: 4, resetEachTest: false });
 /** A broker of this file's own, so the test can stop and restart it. */
@@ -34,20 +30,11 @@ async function unpublished(): Promise<{ n: number; attempts: number; errors: num
 }
 
 test('with the broker stopped, even at its start, the relay keeps every row, retries with backoff, and publishes all once it is back', async () => {
-  const config = loadConfig({
-    ...broker.clientEnv('relay'),
-    DATABASE_URL: stack.db.relayUrl,
-    RELAY_POLL_INTERVAL: '200ms',
-    RELAY_SEND_TIMEOUT: '3s',
-    RELAY_MAX_BACKOFF: '2s',
-  });
-  const logs = new CapturedLogs();
-  const relay = new OutboxRelay({
+  const relay = testRelay({
     pool: stack.relayPool,
-    listenUrl: stack.db.relayUrl,
-    kafka: createKafka(config),
-    config,
-    logger: logs.logger,
+    url: stack.db.relayUrl,
+    brokers: broker.brokers,
+    env: { ...broker.clientEnv('relay'), RELAY_SEND_TIMEOUT: '3s', RELAY_MAX_BACKOFF: '2s' },
   });
   // The relay starts while the broker is down (found by the fault suite: it used to exit at start).
   await broker.stop();
@@ -68,7 +55,7 @@ test('with the broker stopped, even at its start, the relay keeps every row, ret
     const during = await unpublished();
     expect(during.n).toBe(60);
     expect(during.errors).toBeGreaterThan(0);
-    expect(logs.messages('publish failed, backing off').length).toBeGreaterThanOrEqual(2);
+    expect(relay.logs.messages('publish failed, backing off').length).toBeGreaterThanOrEqual(2);
 
     await broker.start();
     await waitFor(async () => (await unpublished()).n === 0);

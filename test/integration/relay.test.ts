@@ -7,17 +7,13 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { loadConfig } from '../../src/config';
-import { createKafka } from '../../src/relay/kafka';
 import { CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
-import { OutboxRelay } from '../../src/relay/outbox-relay';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
 import { insertDocuments, outbox } from '../support/data';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
-import { CapturedLogs } from '../support/stack';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
-import { stackBrokers, stackKafka, stackKafkaEnv } from '../support/relay';
+import { stackBrokers, stackKafka, testRelay } from '../support/relay';
 
 const AS_OF_DATE = '2026-09-02';
 const brokers = stackBrokers;
@@ -26,28 +22,9 @@ const stack = useIntegration('relay', { client: true, relayPoolSize: 6 });
 
 const validate = addFormats(new Ajv2020({ allErrors: true, strict: true })).compile(schema);
 
-function relayConfig(overrides: Record<string, string> = {}) {
-  return loadConfig({
-    ...stackKafkaEnv('relay'),
-    DATABASE_URL: stack.db.relayUrl,
-    RELAY_POLL_INTERVAL: '200ms',
-    ...overrides,
-  });
-}
-
 /** A relay (not started) on the file's database, with its log lines kept. */
-function newRelay(overrides: Record<string, string> = {}) {
-  const logs = new CapturedLogs();
-  const config = relayConfig(overrides);
-  const relay = new OutboxRelay({
-    pool: stack.relayPool,
-    listenUrl: stack.db.relayUrl,
-    kafka: createKafka(config),
-    config,
-    logger: logs.logger,
-  });
-  return Object.assign(relay, { logs });
-}
+const newRelay = (env: Record<string, string> = {}) =>
+  testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, env });
 
 async function unpublished(): Promise<number> {
   const { rows } = await stack.db.admin.query<{ n: number }>(

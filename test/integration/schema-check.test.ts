@@ -9,46 +9,58 @@ import { useIntegration } from '../support/harness';
 
 const stack = useIntegration('schema-check', { resetEachTest: false, relayPoolSize: 1 });
 
+type UnmigratedDatabase = Awaited<ReturnType<typeof createMigratedDatabase>>;
+
+/** Runs `check` on a database of its own with no migrations applied (a worker pool on it), then drops it. */
+async function withUnmigrated(prefix: string, check: (pool: pg.Pool, db: UnmigratedDatabase) => Promise<void>) {
+  const db = await createMigratedDatabase(process.env.STACK_DATABASE_ADMIN_URL!, { prefix, migrate: false });
+  const pool = createPool({ connectionString: db.workerUrl, max: 1 });
+  try {
+    await check(pool, db);
+  } finally {
+    await pool.end();
+    await db.drop();
+  }
+}
+
+/** What `read` finds with the file's database changed by `change` (as its admin); `undo` then restores it. */
+async function whileChanged<T>(change: string, undo: string, read: () => Promise<T>): Promise<T> {
+  await stack.db.admin.query(change);
+  try {
+    return await read();
+  } finally {
+    await stack.db.admin.query(undo);
+  }
+}
+
 test('a migrated database passes the check', async () => {
   expect(await workerSchemaProblems(stack.db.worker)).toEqual([]);
 });
 
 test('a database without the schema is refused, naming what is missing', async () => {
-  const empty = await createMigratedDatabase(process.env.STACK_DATABASE_ADMIN_URL!, {
-    prefix: 't_empty',
-    migrate: false,
-  });
-  const pool = createPool({ connectionString: empty.workerUrl, max: 1 });
-  try {
+  await withUnmigrated('t_empty', async (pool) => {
     const problems = await workerSchemaProblems(pool);
     expect(problems.join('\n')).toMatch(/profile\.person_documents: .*does not exist/);
     expect(problems.join('\n')).toMatch(/ux_document_expiry_reminders_dedupe/);
-  } finally {
-    await pool.end();
-    await empty.drop();
-  }
+  });
 });
 
 test('a schema that lost the dedupe index is refused: reminders could repeat', async () => {
-  await stack.db.admin.query('drop index profile.ux_document_expiry_reminders_dedupe');
-  try {
-    expect(await workerSchemaProblems(stack.db.worker)).toEqual([
-      expect.stringContaining(
-        'the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing',
-      ),
-    ]);
-  } finally {
-    await stack.db.admin.query(
-      'create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)',
-    );
-  }
+  const problems = await whileChanged(
+    'drop index profile.ux_document_expiry_reminders_dedupe',
+    'create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)',
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(problems).toEqual([
+    expect.stringContaining(
+      'the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing',
+    ),
+  ]);
 });
 
 test('a profile table whose expires_at is a timestamptz and whose ids are text is refused, naming table, column, the type expected and the type found', async () => {
   // The profile service created its table before this job's migrations: 001 leaves it as it is.
-  const db = await createMigratedDatabase(process.env.STACK_DATABASE_ADMIN_URL!, { prefix: 't_types', migrate: false });
-  const pool = createPool({ connectionString: db.workerUrl, max: 1 });
-  try {
+  await withUnmigrated('t_types', async (pool, db) => {
     const owner = new pg.Client({ connectionString: db.ownerUrl });
     await owner.connect();
     await owner.query(`create schema profile;
@@ -68,20 +80,16 @@ test('a profile table whose expires_at is a timestamptz and whose ids are text i
     await expect(
       selectCandidatePage(pool, { asOfDate: '2026-09-02', thresholdsDays: [30, 7, 1, 0], retentionDays: 90 }, null, 10),
     ).rejects.toThrow(/operator does not exist: interval - integer/);
-  } finally {
-    await pool.end();
-    await db.drop();
-  }
+  });
 });
 
 test('an outbox whose created_at lost its time zone is refused by the relay check, naming the type found', async () => {
-  await stack.db.admin.query('alter table profile.outbox_messages alter column created_at type timestamp');
-  try {
-    expect(await relaySchemaProblems(stack.db.admin)).toEqual([
-      "profile.outbox_messages.created_at: expected type timestamp with time zone, found timestamp without time zone; the job's statements rely on it",
-    ]);
-  } finally {
-    await stack.db.admin.query('alter table profile.outbox_messages alter column created_at type timestamptz');
-  }
-  expect(await relaySchemaProblems(stack.relayPool)).toEqual([]);
+  const problems = await whileChanged(
+    'alter table profile.outbox_messages alter column created_at type timestamp',
+    'alter table profile.outbox_messages alter column created_at type timestamptz',
+    () => relaySchemaProblems(stack.db.admin),
+  );
+  expect(problems).toEqual([
+    "profile.outbox_messages.created_at: expected type timestamp with time zone, found timestamp without time zone; the job's statements rely on it",
+  ]);
 });

@@ -4,41 +4,27 @@
  * with its output in a file, and stops when whatever started it is gone. Run here against the suite's PostgreSQL and broker
  * (adopted through DATABASE_URL and KAFKA_BROKERS), so only a Temporal dev server is started.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { EXPORT_LINE, runStackCli, useStateDir } from '../support/stack-cli';
 import { processAlive, waitFor } from '../support/wait';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(__dirname, '..', '..');
-const EXPORT_LINE = /^export [A-Z_]+='[^']*'$/;
-
-let cacheHome: string;
-
-beforeAll(() => {
-  // Its own state folder, so the pid file of a stack a developer runs is never touched.
-  cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-cli-'));
-});
-afterAll(() => fs.rmSync(cacheHome, { recursive: true, force: true }));
+// Its own state folder, so the pid file of a stack a developer runs is never touched.
+const cacheHome = useStateDir('stack-cli-');
 
 /** The suite's PostgreSQL and broker, adopted; its own state folder. */
 const cliEnv = () => ({
   ...process.env,
-  XDG_CACHE_HOME: cacheHome,
+  XDG_CACHE_HOME: cacheHome(),
   DATABASE_URL: process.env.STACK_DATABASE_ADMIN_URL,
   KAFKA_BROKERS: process.env.KAFKA_BROKERS,
   STACK_PID: '',
 });
 
 function stackCli(...args: string[]) {
-  return run(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', ...args], {
-    cwd: ROOT,
-    timeout: 120_000,
-    env: cliEnv(),
-  });
+  return runStackCli(args, cliEnv(), 120_000);
 }
 
 async function temporalAnswers(address: string): Promise<boolean> {
@@ -89,7 +75,7 @@ test('in the background it prints only export lines, the exported server answers
 });
 
 test('without --background it stays in the foreground with its output in a file, and stops when the script that ran it is killed', async () => {
-  const out = path.join(cacheHome, 'foreground.out');
+  const out = path.join(cacheHome(), 'foreground.out');
   // A script that runs the stack with its output in a file, as a harness does (`npm run stack > log &`).
   const script = spawn(
     'bash',
@@ -99,7 +85,7 @@ test('without --background it stays in the foreground with its output in a file,
       process.execPath,
       require.resolve('tsx/cli'),
     ],
-    { cwd: ROOT, env: cliEnv(), stdio: 'ignore' },
+    { cwd: path.resolve(__dirname, '..', '..'), env: cliEnv(), stdio: 'ignore' },
   );
   let address = '';
   try {
@@ -121,7 +107,7 @@ test('without --background it stays in the foreground with its output in a file,
 });
 
 test('a mistyped argument is refused with the usage, and starts nothing', async () => {
-  const pidFile = path.join(cacheHome, 'expiry-reminder', 'stack', 'stack.pid');
+  const pidFile = path.join(cacheHome(), 'expiry-reminder', 'stack', 'stack.pid');
   const before = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : undefined;
   const failure = await stackCli('--backgrund').then(
     () => undefined,

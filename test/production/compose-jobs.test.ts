@@ -5,12 +5,13 @@
  * here, so compose never runs as a whole; the binaries the stack builds stand in for the images', and this
  * machine's host names, ports and paths for the containers'.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { spawnGroup, type ProcessGroup } from '../../scripts/process-group';
 import { productionFile } from '../../scripts/stack/production-files';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
 import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
@@ -29,40 +30,22 @@ let server: ProductionPostgres;
 let port: string;
 let toolDir: string;
 let uiBinary: string;
-const services: ChildProcess[] = [];
+const services: ProcessGroup[] = [];
 const sh = promisify(execFile);
 
 /** Starts a long-running service's script, its output into `<name>.log` of the stack folder. */
-function startService(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+function startService(name: string, script: string, env: NodeJS.ProcessEnv): ProcessGroup {
   const out = fs.openSync(path.join(secrets.dir, `${name}.log`), 'a');
-  // Its own process group: the script's shell does not exec the server, so stopping the shell alone
-  // would leave the server running (a UI server outlived every test run so).
-  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', out, out], detached: true });
+  // A group of its own: the script's shell does not exec the server, so stopping the shell alone would not do.
+  const service = spawnGroup('sh', ['-c', script], { env, stdio: ['ignore', out, out] });
   fs.closeSync(out);
-  services.push(child);
-  return child;
+  services.push(service);
+  return service;
 }
 
-async function stopService(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const signalGroup = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // The group is gone already.
-    }
-  };
-  signalGroup('SIGTERM');
-  const timer = setTimeout(() => signalGroup('SIGKILL'), 20_000);
-  await exited;
-  clearTimeout(timer);
-  // The shell may end before the server it started; give the rest of the group its signal too.
-  signalGroup('SIGTERM');
-}
-
-/** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `child` exited. */
-async function until(command: string, env: NodeJS.ProcessEnv, child: ChildProcess, name: string, ms = 120_000) {
+/** Runs `command` until it exits 0, failing with its last error after `ms`, or at once if `service` exited. */
+async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGroup, name: string, ms = 120_000) {
+  const { child } = service;
   const deadline = Date.now() + ms;
   for (;;) {
     if (child.exitCode !== null) {
@@ -83,6 +66,21 @@ function onThisMachine(script: string): string {
   return script
     .replaceAll('host=postgres ', `host=localhost port=${port} `)
     .replaceAll('/certs/ca.pem', secrets.caPath);
+}
+
+/**
+ * A compose service's variables pointed at this file's PostgreSQL as Temporal's role over TLS, with the
+ * server's tools on PATH; `prefix` is how the service names its database variables.
+ */
+function onThisDatabase(service: string, prefix: 'SQL_' | 'TEMPORAL_DB_'): NodeJS.ProcessEnv {
+  return {
+    ...composeEnv(service),
+    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
+    [`${prefix}HOST`]: 'localhost',
+    [`${prefix}PORT`]: port,
+    [`${prefix}PASSWORD`]: secrets.passwords.temporal,
+    [`${prefix}TLS_CA_FILE`]: secrets.caPath,
+  };
 }
 
 async function loginAsTemporal(password: string, database = 'postgres'): Promise<{ ssl: boolean }> {
@@ -119,7 +117,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  for (const child of services.reverse()) await stopService(child);
+  for (const service of services.reverse()) await service.stop();
   await server?.stop();
   if (secrets) fs.rmSync(secrets.dir, { recursive: true, force: true });
 });
@@ -133,14 +131,7 @@ test('temporal-db-role creates the Temporal role with TEMPORAL_DB_PASSWORD, whic
 });
 
 test('temporal-schema creates both Temporal stores with their schema over TLS, and changes nothing when run again', async () => {
-  const env = {
-    ...composeEnv('temporal-schema'),
-    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
-    SQL_HOST: 'localhost',
-    SQL_PORT: port,
-    SQL_PASSWORD: secrets.passwords.temporal,
-    SQL_TLS_CA_FILE: secrets.caPath,
-  };
+  const env = onThisDatabase('temporal-schema', 'SQL_');
   expect(env).toMatchObject({ SQL_USER: TEMPORAL_DB_ROLE, SQL_TLS: 'true', SQL_PLUGIN: 'postgres12' });
   const versions = async () => {
     const found: Record<string, string> = {};
@@ -202,12 +193,7 @@ asRoot(
 test('the temporal service starts the server from its script, on 0.0.0.0 with the address of `hostname -i`, temporal-namespace registers namespace default over mTLS, and temporal-ui lists it', async () => {
   const frontend = 7233 + 20_000 + Math.floor(Math.random() * 2_000);
   const env: NodeJS.ProcessEnv = {
-    ...composeEnv('temporal'),
-    PATH: `${toolDir}${path.delimiter}${process.env.PATH}`,
-    TEMPORAL_DB_HOST: 'localhost',
-    TEMPORAL_DB_PORT: port,
-    TEMPORAL_DB_PASSWORD: secrets.passwords.temporal,
-    TEMPORAL_DB_TLS_CA_FILE: secrets.caPath,
+    ...onThisDatabase('temporal', 'TEMPORAL_DB_'),
     TEMPORAL_TLS_DIR: path.dirname(secrets.caPath),
     TEMPORAL_DYNAMIC_CONFIG_FILE: productionFile('temporalDynamicConfig'),
     // The container's ports are the file's defaults; on a shared machine, ports of this test's own.

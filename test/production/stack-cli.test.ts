@@ -3,37 +3,27 @@
  * brings up the whole profile in the background and prints its variables; `npm run -s stack -- stop` ends
  * it and leaves nothing behind: no process, no folder of certificates and passwords.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { TASK_QUEUE } from '../../src/domain/names';
 import { STACK_DATABASE } from '../../scripts/stack/database';
 import { insertDocuments, outbox } from '../support/data';
+import { EXPORT_LINE, runStackCli, useStateDir } from '../support/stack-cli';
 import { processAlive } from '../support/wait';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
-const EXPORT_LINE = /^export [A-Z_]+='[^']*'$/;
-
-let cacheHome: string;
-beforeAll(() => {
-  cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-cli-production-'));
-});
-afterAll(() => fs.rmSync(cacheHome, { recursive: true, force: true }));
+const cacheHome = useStateDir('stack-cli-production-');
 
 function stackCli(...args: string[]) {
   // Its own pid file and logs; the built servers and jars stay in the user's cache.
-  const env: NodeJS.ProcessEnv = { ...process.env, STACK_STATE_DIR: cacheHome, STACK_PID: '' };
+  const env: NodeJS.ProcessEnv = { ...process.env, STACK_STATE_DIR: cacheHome(), STACK_PID: '' };
   // A shell with the dev stack's variables must not make the production profile adopt its servers.
   for (const name of ['DATABASE_URL', 'MIGRATION_DATABASE_URL', 'KAFKA_BROKERS']) delete env[name];
-  return run(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/cli.ts', ...args], {
-    cwd: ROOT,
-    timeout: 600_000,
-    env,
-  });
+  return runStackCli(args, env, 600_000);
 }
 
 const alive = processAlive;

@@ -18,14 +18,14 @@ import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secr
 import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
 import { startProductionTemporal, type ProductionTemporal } from '../../scripts/stack/temporal-server';
 import { eventually } from '../support/wait';
-import { startPostgresProcess, type PostgresProcess } from './support/postgres-process';
+import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
 import { greet, releaseSignal, stateQuery, waitForRelease } from './support/workflows';
 
 jest.setTimeout(120_000);
 
 const TASK_QUEUE = 'production-temporal';
 let secrets: StackSecrets;
-let postgres: PostgresProcess;
+let postgres: ProductionPostgres;
 let temporal: ProductionTemporal;
 let workerConnection: NativeConnection;
 let worker: Worker;
@@ -59,9 +59,14 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   cliPath = findOrBuildTemporalCli() ?? 'temporal';
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
-  postgres = await startPostgresProcess();
+  postgres = await startProductionPostgres(secrets);
   // The first run on a machine builds the server, the SQL tool and the UI server with Go (minutes).
-  temporal = await startProductionTemporal({ adminUrl: postgres.adminUrl, secrets });
+  temporal = await startProductionTemporal({
+    adminUrl: postgres.adminUrl,
+    secrets,
+    // The profile's PostgreSQL takes Temporal's role over TLS only, as the stack passes it.
+    dbTls: { caFile: secrets.caPath },
+  });
   const workerOptions = temporalConnectionOptions(loadConfig(envAs('worker')));
   workerConnection = await connectTemporal(workerOptions, (o) => NativeConnection.connect(o));
   worker = await Worker.create({

@@ -9,7 +9,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type pg from 'pg';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config';
-import type { CycleInput, CycleResult } from '../../src/domain/cycle';
+import type { CycleInput, CycleResult, CycleSettings } from '../../src/domain/cycle';
 import { createPool } from '../../src/db/pool';
 import { REDACTED_PATHS } from '../../src/observability/logger';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
@@ -95,6 +95,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     ...stackVariables(TEMPORAL_TLS_VARIABLES),
     ...overrides,
   });
+}
+
+/** Resolved cycle settings for `asOfDate` (AsOf at its midnight, UTC): the documented defaults, plus overrides. */
+export function testCycleSettings(asOfDate: string, overrides: Partial<CycleSettings> = {}): CycleSettings {
+  return { asOf: `${asOfDate}T00:00:00.000Z`, asOfDate, ...loadConfig({}).cycle, ...overrides };
 }
 
 /**
