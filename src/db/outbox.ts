@@ -29,13 +29,10 @@ export interface OutboxMessage {
 /**
  * Pins the claim's plan for the rest of the calling transaction: walk `ix_outbox_messages_claimable` in
  * order and stop at the limit, then look each claimed row's key up in `ix_outbox_messages_unpublished_key`.
- * Each claim then costs the same whatever the backlog.
- *
- * A queue's statistics are wrong most of the time (autoanalyze finds the outbox nearly empty, then a cycle
- * writes a day's events in minutes), and every plan the planner picked instead grew with the backlog: a
- * bitmap scan and sort of every unpublished row (870 ms a claim at 300,000 rows, against 13 ms), a hash
- * anti join over all of them, or, under "a few rows" statistics, a scan of all of them for each claimed row
- * (12.7 s). `test/integration/relay-claim-plan.test.ts` checks the plan under three kinds of statistics.
+ * Each claim then costs the same whatever the backlog: a queue's statistics are wrong most of the time, and
+ * every plan the planner picked on its own grew with it (docs/DESIGN.md, "Relay: at least once, in order per
+ * key"; the measurements in bench/REPORT.md, "Relay"). `test/integration/relay-claim-plan.test.ts` checks
+ * the plan under three kinds of statistics.
  */
 export async function pinClaimPlan(db: Queryable): Promise<void> {
   await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
