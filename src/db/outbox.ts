@@ -161,6 +161,8 @@ export interface OutboxBacklog {
   count: number;
   /** Parked rows: refused by Kafka `RELAY_MAX_ATTEMPTS` times, left until `outbox retry`. */
   parked: number;
+  /** Rows of `count` held back by a parked row of their key: the reminders a parked row delays. */
+  waitingBehindParked: number;
   /**
    * Age of the oldest row the relay could publish now: neither parked nor behind a parked row of its key,
    * so the lag measures the relay, and a parked row raises its own alert instead of this one.
@@ -170,12 +172,18 @@ export interface OutboxBacklog {
 
 /** Backlog, parked rows and lag in one pass over the unpublished rows, for progress lines and metrics. */
 export async function outboxBacklog(db: Queryable): Promise<OutboxBacklog> {
-  const { rows } = await db.query<{ count: number; parked: number; oldest: number | null }>(
+  const { rows } = await db.query<{ count: number; parked: number; waiting: number; oldest: number | null }>(
     `select count(*) filter (where parked_at is null)::int as count,
             count(*) filter (where parked_at is not null)::int as parked,
+            count(*) filter (where parked_at is null and message_key in (${PARKED_KEYS_SQL}))::int as waiting,
             extract(epoch from now() - min(created_at) filter (
               where parked_at is null and message_key not in (${PARKED_KEYS_SQL})))::float8 as oldest
        from profile.outbox_messages where published_at is null`,
   );
-  return { count: rows[0].count, parked: rows[0].parked, oldestAgeSeconds: rows[0].oldest ?? 0 };
+  return {
+    count: rows[0].count,
+    parked: rows[0].parked,
+    waitingBehindParked: rows[0].waiting,
+    oldestAgeSeconds: rows[0].oldest ?? 0,
+  };
 }
