@@ -60,6 +60,7 @@ async function main(): Promise<void> {
       const backlog = await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, outboxBacklog);
       metrics.backlog.set(backlog.count);
       metrics.parked.set(backlog.parked);
+      metrics.waitingBehindParked.set(backlog.waitingBehindParked);
       metrics.oldestAge.set(backlog.oldestAgeSeconds);
     },
     onError: () => metrics.backlogRefreshErrors.inc(),

@@ -27,7 +27,7 @@ export interface CandidateRow {
  * `width_bucket(DaysLeft − 1, ascending)` counts the thresholds below DaysLeft, so the next one is the
  * smallest t ≥ DaysLeft (null when DaysLeft is above them all). The sorted array is an uncorrelated
  * subquery, computed once per statement: per document this is two array lookups, where a correlated
- * `min(t)` over `unnest` was a subplan per row (15 % of an idle scan over 330k documents).
+ * `min(t)` over `unnest` was a subplan per row (bench/REPORT.md, "Making it fast", experiment 7).
  */
 export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: string) => {
   const ascending = `(select array_agg(t order by t) from unnest(${thresholds}::int[]) as t)`;
@@ -67,9 +67,9 @@ const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentio
 /**
  * {@link inWindowSql} for a statement that reaches documents by owner (the claim): the same rows, the
  * bounds written on days left (`expires_at − AsOfDate`), which no index serves. With indexable bounds
- * whose values are subqueries the planner guessed the window selective and, from about 250 owners a
- * group, read the whole window through the expires_at index (a bitmap of 100k entries, 45 ms) instead
- * of each owner's few documents (bench/REPORT.md, "The owner statement's plan").
+ * whose values are subqueries the planner guessed the window selective and, for large groups, read the
+ * whole window through the expires_at index instead of each owner's few documents (bench/REPORT.md,
+ * "The owner statement's plan").
  */
 export const ownerInWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
   activeDocumentSql(doc, [

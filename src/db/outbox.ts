@@ -29,13 +29,10 @@ export interface OutboxMessage {
 /**
  * Pins the claim's plan for the rest of the calling transaction: walk `ix_outbox_messages_claimable` in
  * order and stop at the limit, then look each claimed row's key up in `ix_outbox_messages_unpublished_key`.
- * Each claim then costs the same whatever the backlog.
- *
- * A queue's statistics are wrong most of the time (autoanalyze finds the outbox nearly empty, then a cycle
- * writes a day's events in minutes), and every plan the planner picked instead grew with the backlog: a
- * bitmap scan and sort of every unpublished row (870 ms a claim at 300,000 rows, against 13 ms), a hash
- * anti join over all of them, or, under "a few rows" statistics, a scan of all of them for each claimed row
- * (12.7 s). `test/integration/relay-claim-plan.test.ts` checks the plan under three kinds of statistics.
+ * Each claim then costs the same whatever the backlog: a queue's statistics are wrong most of the time, and
+ * every plan the planner picked on its own grew with it (docs/DESIGN.md, "Relay: at least once, in order per
+ * key"; the measurements in bench/REPORT.md, "Relay"). `test/integration/relay-claim-plan.test.ts` checks
+ * the plan under three kinds of statistics.
  */
 export async function pinClaimPlan(db: Queryable): Promise<void> {
   await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
@@ -164,6 +161,8 @@ export interface OutboxBacklog {
   count: number;
   /** Parked rows: refused by Kafka `RELAY_MAX_ATTEMPTS` times, left until `outbox retry`. */
   parked: number;
+  /** Rows of `count` held back by a parked row of their key: the reminders a parked row delays. */
+  waitingBehindParked: number;
   /**
    * Age of the oldest row the relay could publish now: neither parked nor behind a parked row of its key,
    * so the lag measures the relay, and a parked row raises its own alert instead of this one.
@@ -173,12 +172,18 @@ export interface OutboxBacklog {
 
 /** Backlog, parked rows and lag in one pass over the unpublished rows, for progress lines and metrics. */
 export async function outboxBacklog(db: Queryable): Promise<OutboxBacklog> {
-  const { rows } = await db.query<{ count: number; parked: number; oldest: number | null }>(
+  const { rows } = await db.query<{ count: number; parked: number; waiting: number; oldest: number | null }>(
     `select count(*) filter (where parked_at is null)::int as count,
             count(*) filter (where parked_at is not null)::int as parked,
+            count(*) filter (where parked_at is null and message_key in (${PARKED_KEYS_SQL}))::int as waiting,
             extract(epoch from now() - min(created_at) filter (
               where parked_at is null and message_key not in (${PARKED_KEYS_SQL})))::float8 as oldest
        from profile.outbox_messages where published_at is null`,
   );
-  return { count: rows[0].count, parked: rows[0].parked, oldestAgeSeconds: rows[0].oldest ?? 0 };
+  return {
+    count: rows[0].count,
+    parked: rows[0].parked,
+    waitingBehindParked: rows[0].waiting,
+    oldestAgeSeconds: rows[0].oldest ?? 0,
+  };
 }

@@ -130,6 +130,11 @@ export function createRelayMetrics(registry = new client.Registry()) {
       help: 'Parked outbox rows: refused by Kafka RELAY_MAX_ATTEMPTS times, left with their key until outbox retry.',
       registers: [registry],
     }),
+    waitingBehindParked: new client.Gauge({
+      name: 'profile_outbox_waiting_behind_parked_messages',
+      help: 'Unpublished outbox rows held back by a parked row of their key (counted in the backlog): what a parked row delays.',
+      registers: [registry],
+    }),
     oldestAge: new client.Gauge({
       name: 'profile_outbox_oldest_unpublished_age_seconds',
       help: 'Age of the oldest unpublished row the relay could publish now (not parked, not behind a parked row of its key), 0 when none: the outbox lag.',

@@ -119,7 +119,12 @@ test('a too-large row is parked after RELAY_MAX_ATTEMPTS while every other key i
     });
     // The later row of the parked key was never tried: it waits behind the parked one.
     expect(await row(behind.id)).toMatchObject({ published_at: null, parked_at: null, attempts: 0 });
-    expect(await outboxBacklog(stack.relayPool)).toEqual({ count: 1, parked: 1, oldestAgeSeconds: 0 });
+    expect(await outboxBacklog(stack.relayPool)).toEqual({
+      count: 1,
+      parked: 1,
+      waitingBehindParked: 1,
+      oldestAgeSeconds: 0,
+    });
     expect(relay.logs.messages('row refused by Kafka again and parked')).toEqual([
       expect.objectContaining({ id: poison.id, parked: true }),
     ]);
