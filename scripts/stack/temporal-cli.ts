@@ -69,7 +69,7 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
 /**
  * A launcher for `cliPath` whose stdout goes to stderr. The SDK starts the dev server with our stdout,
  * where it prints its banner; `npm run stack` promises only `export` lines there, so that
- * `eval "$(npm run -s stack)"` works. The launcher lives in the cache, one per binary.
+ * `eval "$(npm run -s stack -- --background)"` works. The launcher lives in the cache, one per binary.
  */
 export function stdoutToStderrLauncher(cliPath: string): string {
   const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}.sh`;

@@ -1,5 +1,5 @@
 /**
- * `npm run stack -- --production` for a shell, as a user runs it: `eval "$(npm run -s stack -- --production)"`
+ * `npm run stack -- --production` for a shell, as a user runs it: `eval "$(npm run -s stack -- --production --background)"`
  * brings up the whole profile in the background and prints its variables; `npm run -s stack -- stop` ends
  * it and leaves nothing behind: no process, no folder of certificates and passwords.
  */
