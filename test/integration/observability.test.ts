@@ -103,6 +103,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     'relay',
     {
       DATABASE_URL: stack.db.relayUrl,
+      RELAY_DATABASE_URL: stack.db.relayUrl,
       KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
       METRICS_PORT: String(relayPort),
       RELAY_POLL_INTERVAL: '200ms',

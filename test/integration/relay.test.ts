@@ -95,7 +95,9 @@ test('the relay killed between produce and mark publishes the event again, with 
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
     env: {
       ...process.env,
+      // The relay reads RELAY_DATABASE_URL first; the production profile's environment has its own.
       DATABASE_URL: stack.db.relayUrl,
+      RELAY_DATABASE_URL: stack.db.relayUrl,
       KAFKA_BROKERS: brokers(),
       CRASH_AFTER_SEND: '1',
       LOG_LEVEL: 'warn',
@@ -187,7 +189,13 @@ test('the relay deletes published rows past the retention and keeps the rest', a
 
 test('a relay process stops cleanly on SIGTERM', async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/relay-process.ts')], {
-    env: { ...process.env, DATABASE_URL: stack.db.relayUrl, KAFKA_BROKERS: brokers(), LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.db.relayUrl,
+      RELAY_DATABASE_URL: stack.db.relayUrl,
+      KAFKA_BROKERS: brokers(),
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve) =>
