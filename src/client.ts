@@ -147,7 +147,8 @@ export function buildProgram(config: () => Config): Command {
     .command('backfill')
     .description(
       "run the schedule's actions of the UTC days --from..--to (both included), one after another; " +
-        'each cycle computes reminders as of its action time (03:00 UTC of its day by default)',
+        'each cycle runs as of its own start (today), never as of the past day: the first sends what is due ' +
+        'now (a crossed threshold stays crossed), the rest find nothing',
     )
     .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)', date)
     .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), not in the future', date)

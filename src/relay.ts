@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     config,
     logger,
     metrics,
-    // Spans nobody exports still cost the relay CPU for every row (bench/REPORT.md, "Relay").
+    // Spans nobody exports still cost the relay CPU for every row (bench/REPORT-HISTORY.md, "Relay").
     tracer: tracing.exporting ? tracing.tracer : undefined,
   });
   // Read on scrape, so a stuck relay loop cannot freeze the lag it should reveal; at most every

@@ -11,7 +11,7 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
  * The worker's heap flags as the Dockerfile sets them (NODE_OPTIONS); BENCH_WORKER_NODE_OPTIONS
- * overrides them. A 2 MB young generation keeps the peak RSS near the live heap (bench/REPORT.md).
+ * overrides them. A 2 MB young generation keeps the peak RSS near the live heap (bench/REPORT-HISTORY.md, "Worker memory").
  */
 const WORKER_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=256';
 

@@ -102,7 +102,7 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       try {
         // Only a scan's first page is sliced: on an idle day it is the only page and walks the whole
         // window to find nothing; a later page follows a full one, so it is busy, and a second slice
-        // would mostly be read and thrown away (bench/REPORT.md).
+        // would mostly be read and thrown away (bench/REPORT-HISTORY.md).
         const slices = input.page === 1 ? config.scanSlices : 1;
         const rows = await selectCandidatePage(pool, input.window, after ?? null, input.batchSize, slices);
         const hasNext = rows.length === input.batchSize;

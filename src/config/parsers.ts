@@ -1,6 +1,6 @@
 /**
  * Text an operator typed, turned into a value or a sentence saying what was expected. The environment's
- * schema (`schema.ts`) and the client's arguments (`src/cli/arguments.ts`) both use these, so a variable and
+ * schema (`schema.ts`) and the client's arguments (`src/operations/arguments.ts`) both use these, so a variable and
  * the option that overrides it accept the same text and say the same thing about a bad one.
  */
 import ms from 'ms';

@@ -27,7 +27,7 @@ export interface CandidateRow {
  * `width_bucket(DaysLeft − 1, ascending)` counts the thresholds below DaysLeft, so the next one is the
  * smallest t ≥ DaysLeft (null when DaysLeft is above them all). The sorted array is an uncorrelated
  * subquery, computed once per statement: per document this is two array lookups, where a correlated
- * `min(t)` over `unnest` was a subplan per row (bench/REPORT.md, "Making it fast", experiment 7).
+ * `min(t)` over `unnest` was a subplan per row (bench/REPORT-HISTORY.md, "Making it fast", experiment 7).
  */
 export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: string) => {
   const ascending = `(select array_agg(t order by t) from unnest(${thresholds}::int[]) as t)`;
@@ -68,7 +68,7 @@ const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentio
  * {@link inWindowSql} for a statement that reaches documents by owner (the claim): the same rows, the
  * bounds written on days left (`expires_at − AsOfDate`), which no index serves. With indexable bounds
  * whose values are subqueries the planner guessed the window selective and, for large groups, read the
- * whole window through the expires_at index instead of each owner's few documents (bench/REPORT.md,
+ * whole window through the expires_at index instead of each owner's few documents (bench/REPORT-HISTORY.md,
  * "The owner statement's plan").
  */
 export const ownerInWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
@@ -129,7 +129,7 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
  * `$2` to, `$3` AsOfDate, `$4` thresholds), after the keyset `($5, $6)`, ids in `[$8, $9)`, `$7` rows.
  * The bounds are constants, not subqueries, so the planner estimates the window's rows: with subquery
  * bounds it guessed a third of the table per bound and read and sorted every remaining due document
- * of the window for each page (bench/REPORT.md, "The page plan").
+ * of the window for each page (bench/REPORT-HISTORY.md, "The page plan").
  */
 const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
@@ -199,7 +199,7 @@ export async function selectCandidatePage(
   const bounds = scanBounds(window, await selectPruneCutoff(db));
   // The first page starts just below the window, not at -infinity: the keyset bound is what the
   // index scan starts from, and from -infinity it reads every index entry below the window
-  // (bench/REPORT.md, "The idle cycle").
+  // (bench/REPORT-HISTORY.md, "The idle cycle").
   const after: PageCursor = cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
   const pages = await Promise.all(
     idRanges(slices).map(async ([from, until]) => {

@@ -31,7 +31,7 @@ export interface OutboxMessage {
  * order and stop at the limit, then look each claimed row's key up in `ix_outbox_messages_unpublished_key`.
  * Each claim then costs the same whatever the backlog: a queue's statistics are wrong most of the time, and
  * every plan the planner picked on its own grew with it (docs/DESIGN.md, "Relay: at least once, in order per
- * key"; the measurements in bench/REPORT.md, "Relay"). `test/integration/relay-claim-plan.test.ts` checks
+ * key"; the measurements in bench/REPORT-HISTORY.md, "Relay"). `test/integration/relay-claim-plan.test.ts` checks
  * the plan under three kinds of statistics.
  */
 export async function pinClaimPlan(db: Queryable): Promise<void> {

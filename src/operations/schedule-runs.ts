@@ -115,13 +115,16 @@ export interface BackfillReport {
   startTime: string;
   endTime: string;
   overlap: 'BUFFER_ALL';
-  /** The action times the backfill covers; each becomes one cycle with that AsOf. */
+  /**
+   * The action times the backfill covers; each becomes one cycle, which runs as of its own start, not as of
+   * that time (a past day is caught up as of now: `defaultAsOf` in src/domain/cycle-input.ts).
+   */
   actionTimes: string[];
 }
 
 /**
  * Runs the schedule's actions for the UTC days `from`..`to` (see {@link backfillRange}), one after another
- * (buffer-all), each cycle computing reminders as of its action time. Refuses, before starting
+ * (buffer-all), each cycle computing reminders as of its own start. Refuses, before starting
  * anything, a range that is reversed, covers an action time in the future (its cycle would remind early),
  * covers no action time, or covers more than {@link MAX_BACKFILL_ACTIONS}; the action times are computed
  * from the schedule's intervals, so a schedule with calendars is refused too.

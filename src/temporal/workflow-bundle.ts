@@ -1,7 +1,7 @@
 /**
  * The prebuilt workflow bundle: `npm run build` writes `dist/workflows.bundle.js` next to the compiled
  * worker, which then loads it instead of bundling `src/workflows` with webpack at every start: that
- * bundling costs start-up time and memory the worker keeps for its whole life (bench/REPORT.md, "Worker
+ * bundling costs start-up time and memory the worker keeps for its whole life (bench/REPORT-HISTORY.md, "Worker
  * memory").
  *
  *   node dist/temporal/workflow-bundle.js [out]   (default: dist/workflows.bundle.js)

@@ -3,7 +3,7 @@
  * whatever the group size and however many documents the window holds. With the window's bounds written
  * as indexable subqueries, the planner guessed the window selective and, from about 250 owners a group,
  * read every document of the window through the expires_at index for each group: 45 ms instead of 18 ms
- * for 250 owners over a 100k-document window, and growing with the window (bench/REPORT.md, "The owner
+ * for 250 owners over a 100k-document window, and growing with the window (bench/REPORT-HISTORY.md, "The owner
  * statement's plan").
  */
 import { explainClaimLockedOwners } from '../../src/db/reminders';

@@ -3,7 +3,7 @@
  * wrong most of the time: autoanalyze runs when the outbox is nearly empty (the relay keeps it so), and a
  * cycle then writes a day's events in minutes. With statistics saying "a few unpublished rows", the
  * planner once checked per-key order by scanning every unpublished row for each row of the batch: 12.7 s
- * a claim at the end of a 500,000-event cycle (bench/REPORT.md, "Relay").
+ * a claim at the end of a 500,000-event cycle (bench/REPORT-HISTORY.md, "Relay").
  */
 import crypto from 'node:crypto';
 import { explainClaim, pinClaimPlan } from '../../src/db/outbox';

@@ -1,6 +1,6 @@
 /**
  * The relay's delivery rules (src/relay/deliver.ts) with a scripted Kafka: which rows are published,
- * rejected, failed or held, in which requests. The real broker's side is in test/integration/relay-poison.
+ * rejected, failed or held, in which requests. The real broker's side is in test/integration/relay-poison.test.ts.
  */
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import { ConfigError, loadConfig } from '../../src/config';
