@@ -6,6 +6,7 @@ import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { utcDate } from './domain/dates';
+import { MAX_PARTITIONS } from './domain/cycle';
 import { SCHEDULE_ID } from './domain/names';
 import { date, nonEmpty, outboxRowId, thresholds, wholeNumberFrom } from './operations/arguments';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
@@ -79,18 +80,24 @@ export function buildProgram(config: () => Config): Command {
   schedule
     .command('apply')
     .description('create the schedule from configuration, or update it in place (keeps pause state, note and limits)')
-    .action(async (_opts: object, cmd: Command) => {
+    .option(
+      '--partitions <n>',
+      `run every scheduled cycle in this many partitions (1-${MAX_PARTITIONS}); default: each cycle plans its day`,
+      wholeNumberFrom(1, MAX_PARTITIONS),
+    )
+    .action(async (opts: { partitions?: number }, cmd: Command) => {
       const cfg = config();
       const scheduleId = scheduleIdOf(cmd);
       const { outcome, registered } = await withClient(cfg, async (c) => {
         const registered = await ensureSearchAttributes(c, cfg.temporal.namespace);
-        return { registered, outcome: await applySchedule(c, cfg, scheduleId) };
+        return { registered, outcome: await applySchedule(c, cfg, scheduleId, { partitions: opts.partitions }) };
       });
       print({
         scheduleId,
         outcome,
         everyMs: cfg.schedule.intervalMs,
         offsetMs: cfg.schedule.offsetMs,
+        partitions: opts.partitions ?? 'planned by each cycle',
         searchAttributesRegistered: registered,
       });
     });
@@ -172,7 +179,12 @@ export function buildProgram(config: () => Config): Command {
     .description('start one cycle directly (outside the schedule)')
     .option('--as-of <date>', 'compute thresholds as of this date (YYYY-MM-DD, UTC; not after today)', date)
     .option('--wait', 'wait for the cycle to end and print its result')
-    .action(async (opts: { asOf?: string; wait?: boolean }) => {
+    .option(
+      '--partitions <n>',
+      `split the day into this many partitions (1-${MAX_PARTITIONS}); default: planned from the due count`,
+      wholeNumberFrom(1, MAX_PARTITIONS),
+    )
+    .action(async (opts: { asOf?: string; wait?: boolean; partitions?: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => runManualCycle(c, cfg, opts)));
     });

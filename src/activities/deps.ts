@@ -7,6 +7,6 @@ import type { WorkerMetrics } from '../observability/metrics';
 export interface ActivityDeps {
   pool: pg.Pool;
   logger: Logger;
-  config: Pick<Config, 'cycle' | 'scanSlices'>;
+  config: Pick<Config, 'cycle' | 'scanSlices' | 'partitions'>;
   metrics?: WorkerMetrics;
 }

@@ -3,10 +3,10 @@
  * only: they are recorded in workflow history, which every operator can read.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { CycleSettings } from '../domain/cycle';
+import { partitionCount, type CycleSettings, type PartitionRef } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { addDays } from '../domain/dates';
-import { selectCandidatePage, type CandidateWindow } from '../db/candidates';
+import { countDueDocumentsUpTo, idRanges, selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import { toActivityFailure } from './errors';
@@ -39,6 +39,25 @@ export interface FindCandidatePageInput {
   jobRunId: string;
   page: number;
   batchSize: number;
+  /** The partition whose id range this scan covers; absent: the whole id space (a cycle that scans alone). */
+  partition?: PartitionRef;
+}
+
+/** What {@link PlanPartitionsInput} asks: how to split the day of `window`. */
+export interface PlanPartitionsInput {
+  window: CandidateWindow;
+  jobRunId: string;
+}
+
+/** The plan of a cycle's day, recorded in its history. */
+export interface PartitionPlan {
+  /** Documents due when the plan was made, counted up to `max × size` (the plan needs no more). */
+  due: number;
+  /** Partitions: one per `size` due documents, at least one, at most `max`. */
+  partitions: number;
+  /** The worker's `REMINDER_PARTITIONS` and `REMINDER_PARTITION_SIZE` the plan used. */
+  max: number;
+  size: number;
 }
 
 export interface PruneInput {
@@ -49,6 +68,8 @@ export interface PruneInput {
    * {@link STALE_SCAN_POSITION_DAYS}); `cycleId` like {@link FindCandidatePageInput.cycleId}.
    */
   cycleId?: string;
+  /** The first run ids of the cycle's partitions, whose scan positions go too. */
+  partitionIds?: string[];
   /** Rows per delete statement (each its own transaction). */
   chunkSize?: number;
 }
@@ -81,6 +102,20 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       return resolved.settings;
     },
 
+    /**
+     * Counts the day's due documents (up to what the plan needs) and splits the day into partitions
+     * (docs/DESIGN.md#partitions). Nothing due: one partition, and the cycle skips its scan.
+     */
+    async planPartitions(input: PlanPartitionsInput): Promise<PartitionPlan> {
+      const { max, size } = config.partitions;
+      try {
+        const due = await countDueDocumentsUpTo(pool, input.window, max * size, config.scanSlices);
+        return { due, partitions: partitionCount(due, max, size), max, size };
+      } catch (err) {
+        throw toActivityFailure(err);
+      }
+    },
+
     /** One page of the candidate scan, reduced to owner ids; its end position stays in PostgreSQL. */
     async findCandidatePage(input: FindCandidatePageInput): Promise<CandidatePage> {
       const { attempt } = Context.current().info;
@@ -103,8 +138,10 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         // Only a scan's first page is sliced: on an idle day it is the only page and walks the whole
         // window to find nothing; a later page follows a full one, so it is busy, and a second slice
         // would mostly be read and thrown away (bench/REPORT-HISTORY.md).
-        const slices = input.page === 1 ? config.scanSlices : 1;
-        const rows = await selectCandidatePage(pool, input.window, after ?? null, input.batchSize, slices);
+        // A partition is one id range already; it reads its first page whole.
+        const slices = input.page === 1 && !input.partition ? config.scanSlices : 1;
+        const range = input.partition ? idRanges(input.partition.count)[input.partition.index] : undefined;
+        const rows = await selectCandidatePage(pool, input.window, after ?? null, input.batchSize, slices, range);
         const hasNext = rows.length === input.batchSize;
         if (hasNext) {
           const last = rows[rows.length - 1];
@@ -141,7 +178,9 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
           Context.current().heartbeat({ pruned: total });
           if (deleted < chunk) break;
         }
-        if (input.cycleId) await deleteScanPositions(pool, input.cycleId, STALE_SCAN_POSITION_DAYS);
+        for (const id of [input.cycleId, ...(input.partitionIds ?? [])]) {
+          if (id) await deleteScanPositions(pool, id, STALE_SCAN_POSITION_DAYS);
+        }
         return total;
       } catch (err) {
         throw toActivityFailure(err);

@@ -143,6 +143,7 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
     logLevel: v.LOG_LEVEL,
     workflowBundlePath: v.WORKFLOW_BUNDLE_PATH,
     scanSlices: v.REMINDER_SCAN_SLICES,
+    partitions: { max: v.REMINDER_PARTITIONS, size: v.REMINDER_PARTITION_SIZE },
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE } from '../domain/cycle';
+import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, MAX_PARTITIONS } from '../domain/cycle';
 import { TASK_QUEUE } from '../domain/names';
 import { duration, durationOrZero, thresholdDays, wholeNumber, type TextParser } from './parsers';
 
@@ -59,6 +59,8 @@ export const schema = z.object({
   REMINDER_OWNER_GROUP_SIZE: fromText(wholeNumber(1, MAX_OWNER_GROUP_SIZE)).default(100),
   REMINDER_MAX_HISTORY_EVENTS: fromText(wholeNumber(100, 40_000)).default(9_000),
   REMINDER_SCAN_SLICES: fromText(wholeNumber(1, 16)).default(2),
+  REMINDER_PARTITIONS: fromText(wholeNumber(1, MAX_PARTITIONS)).default(8),
+  REMINDER_PARTITION_SIZE: fromText(wholeNumber(1, 10_000_000)).default(25_000),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'expected comma-separated host:port pairs, e.g. 127.0.0.1:9092')

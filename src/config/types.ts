@@ -58,6 +58,11 @@ export interface Config {
   logLevel: string;
   /** Id ranges a cycle's first candidate page is scanned in at once (one connection each). */
   scanSlices: number;
+  /**
+   * How a cycle splits its day (docs/DESIGN.md#partitions): one partition per `size` due documents, at most
+   * `max`, unless the run's input names a count.
+   */
+  partitions: { max: number; size: number };
   /** A prebuilt workflow bundle for the worker (`npm run build` makes `dist/workflows.bundle.js`). */
   workflowBundlePath?: string;
 }

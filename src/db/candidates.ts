@@ -195,6 +195,7 @@ export async function selectCandidatePage(
   cursor: PageCursor | null,
   limit: number,
   slices = 1,
+  range: IdRange = [NIL_UUID, null],
 ): Promise<CandidateRow[]> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
   // The first page starts just below the window, not at -infinity: the keyset bound is what the
@@ -202,7 +203,7 @@ export async function selectCandidatePage(
   // (bench/REPORT-HISTORY.md, "The idle cycle").
   const after: PageCursor = cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
   const pages = await Promise.all(
-    idRanges(slices).map(async ([from, until]) => {
+    subRanges(range, slices).map(async ([from, until]) => {
       const params = candidatePageParams(window, bounds, after, limit, from, until);
       const run = (q: Queryable) => q.query<CandidateRow>(CANDIDATE_PAGE_SQL, params);
       const { rows } = db instanceof pg.Pool ? await withTransaction(db, run, PAGE_PLAN_BEGIN) : await run(db);
@@ -216,23 +217,66 @@ export async function selectCandidatePage(
     .slice(0, limit);
 }
 
+/** `[from, until)` of the UUID space; `until` null: to the end. */
+export type IdRange = [string, string | null];
+
+const UUID_SPACE = 1n << 128n;
+const uuidOf = (n: bigint) => {
+  const hex = n.toString(16).padStart(32, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+};
+const numberOf = (uuid: string) => BigInt(`0x${uuid.replace(/-/g, '')}`);
+
+/** `range` in `parts` equal consecutive ranges; the last keeps `range`'s end. */
+function subRanges([from, until]: IdRange, parts: number): IdRange[] {
+  const n = Math.max(1, Math.floor(parts));
+  const start = numberOf(from);
+  const end = until === null ? UUID_SPACE : numberOf(until);
+  const bound = (i: number) => uuidOf(start + ((end - start) * BigInt(i)) / BigInt(n));
+  return Array.from({ length: n }, (_, i): IdRange => [bound(i), i + 1 < n ? bound(i + 1) : until]);
+}
+
 /**
  * `[from, until)` ranges of the UUID space in `slices` equal parts; `until` null for the last one.
  * UUIDs compare as their lower-case hex text does, in PostgreSQL and here.
  */
-export function idRanges(slices: number): [string, string | null][] {
-  const parts = Math.max(1, Math.floor(slices));
-  const bound = (i: number) => {
-    const hex = ((BigInt(i) << 128n) / BigInt(parts)).toString(16).padStart(32, '0');
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  };
-  return Array.from({ length: parts }, (_, i) => [bound(i), i + 1 < parts ? bound(i + 1) : null]);
+export function idRanges(slices: number): IdRange[] {
+  return subRanges([NIL_UUID, null], slices);
 }
 
 /** The scan order, `(expires_at, id)`, on the text the driver returns. */
 function compareKeys(aDate: string, aId: string, bDate: string, bId: string): number {
   if (aDate !== bDate) return aDate < bDate ? -1 : 1;
   return aId < bId ? -1 : aId > bId ? 1 : 0;
+}
+
+/**
+ * How many documents are due now, counting at most `cap` (the rest of a big day is not read): the
+ * partition plan of a cycle. Runs the page statement's predicate and pinned plan without its keyset, in
+ * `slices` id ranges at once on a pool, so an idle day (nothing due: the whole window read once) costs what
+ * its one sliced page costs.
+ */
+export async function countDueDocumentsUpTo(
+  db: Queryable,
+  window: CandidateWindow,
+  cap: number,
+  slices = 1,
+): Promise<number> {
+  const bounds = scanBounds(window, await selectPruneCutoff(db));
+  const after: PageCursor = { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+  const counts = await Promise.all(
+    idRanges(slices).map(async ([from, until]) => {
+      const params = candidatePageParams(window, bounds, after, cap, from, until);
+      const run = (q: Queryable) =>
+        q.query<{ n: number }>(`select count(*)::int as n from (${CANDIDATE_PAGE_SQL}) page`, params);
+      const { rows } = db instanceof pg.Pool ? await withTransaction(db, run, PAGE_PLAN_BEGIN) : await run(db);
+      return rows[0].n;
+    }),
+  );
+  return Math.min(
+    cap,
+    counts.reduce((a, b) => a + b, 0),
+  );
 }
 
 /**

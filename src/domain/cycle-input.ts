@@ -10,6 +10,7 @@ import {
   CYCLE_INPUT_FIELDS,
   MAX_OWNER_CONCURRENCY,
   MAX_OWNER_GROUP_SIZE,
+  MAX_PARTITIONS,
   ZERO_COUNTS,
   type CycleContinuation,
   type CycleCounts,
@@ -169,6 +170,7 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
     ownerConcurrency: input.ownerConcurrency ?? defaults.ownerConcurrency,
     ownerGroupSize: input.ownerGroupSize ?? defaults.ownerGroupSize,
     maxHistoryEvents: input.maxHistoryEvents ?? defaults.maxHistoryEvents,
+    ...(input.partitions !== undefined ? { partitions: input.partitions } : {}),
     busyRetryWindowMs: defaults.busyRetryWindowMs,
   };
   problems.push(
@@ -177,15 +179,21 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
     ...wholeNumberProblem('ownerConcurrency', settings.ownerConcurrency, 1, MAX_OWNER_CONCURRENCY),
     ...wholeNumberProblem('ownerGroupSize', settings.ownerGroupSize, 1, MAX_OWNER_GROUP_SIZE),
     ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
+    ...(settings.partitions !== undefined
+      ? wholeNumberProblem('partitions', settings.partitions, 1, MAX_PARTITIONS)
+      : []),
   );
   return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
 }
 
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
-const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf')];
-/** Settings a continuation may carry and that are not checked: the worker's configuration replaces them. */
-const IGNORED_SETTINGS_FIELDS = ['busyRetryWindowMs'];
+const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && f !== 'partitions')];
+/**
+ * Settings a continuation may carry beside {@link SETTINGS_FIELDS}: `busyRetryWindowMs`, which the worker's
+ * configuration replaces, and `partitions`, which only a first run reads (settings of older versions lack it).
+ */
+const OPTIONAL_SETTINGS_FIELDS = ['busyRetryWindowMs', 'partitions'];
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function exactFieldProblems(
@@ -210,7 +218,7 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
   const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS);
   if (shape.length > 0) return shape;
   const c = value as Record<string, unknown>;
-  const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, IGNORED_SETTINGS_FIELDS);
+  const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, OPTIONAL_SETTINGS_FIELDS);
   if (problems.length === 0) {
     const given = c.settings as CycleSettings;
     const again = resolveOverrides(
@@ -224,6 +232,7 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
         ownerConcurrency: given.ownerConcurrency,
         ownerGroupSize: given.ownerGroupSize,
         maxHistoryEvents: given.maxHistoryEvents,
+        partitions: given.partitions,
       },
       { defaultAsOf: now, now },
     );

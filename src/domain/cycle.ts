@@ -22,6 +22,11 @@ export interface CycleInput {
   ownerGroupSize?: number;
   /** History events one run may use before it continues as new. */
   maxHistoryEvents?: number;
+  /**
+   * Partitions of the day's scan, each a child workflow (docs/DESIGN.md#partitions); default: from the
+   * day's due count and the worker's `REMINDER_PARTITIONS` / `REMINDER_PARTITION_SIZE`.
+   */
+  partitions?: number;
   /** Set by the workflow itself when it continues as new; validated like the rest when it arrives. */
   continuation?: CycleContinuation;
 }
@@ -36,6 +41,7 @@ export const CYCLE_INPUT_FIELDS = [
   'ownerConcurrency',
   'ownerGroupSize',
   'maxHistoryEvents',
+  'partitions',
 ] as const;
 
 /** Settings a cycle runs with, fixed at its start and recorded in history. */
@@ -49,6 +55,8 @@ export interface CycleSettings {
   ownerConcurrency: number;
   ownerGroupSize: number;
   maxHistoryEvents: number;
+  /** The partition count the input asked for; absent: the cycle plans it from the day's due count. */
+  partitions?: number;
   /**
    * How long owners found busy (another transaction holds their lock) are retried at the end of the
    * scan, with backoff, before they count as failed. From the worker's configuration, never from input.
@@ -57,7 +65,7 @@ export interface CycleSettings {
 }
 
 /** The worker's configured defaults for the overridable settings. */
-export type CycleDefaults = Omit<CycleSettings, 'asOf' | 'asOfDate'>;
+export type CycleDefaults = Omit<CycleSettings, 'asOf' | 'asOfDate' | 'partitions'>;
 
 export interface CycleCounts {
   remindersSent: number;
@@ -98,6 +106,52 @@ export interface CycleResult extends CycleCounts {
   durationMs: number;
   /** Runs of the workflow this cycle used (more than one when it continued as new). */
   runs: number;
+  /** Partitions the day's scan ran in, each a child workflow; absent when the cycle scanned alone. */
+  partitions?: number;
+}
+
+/** One partition of a cycle's scan: the `index`-th (from 0) of `count` id ranges. */
+export interface PartitionRef {
+  index: number;
+  count: number;
+}
+
+/** The input of a partition's child workflow: everything its parent fixed, and its own continuation. */
+export interface PartitionInput {
+  partition: PartitionRef;
+  /** The cycle's workflow id: the events' `correlation_id`, as for a cycle that scans alone. */
+  jobRunId: string;
+  settings: CycleSettings;
+  /** When the cycle started: the partitions share its time limit. */
+  cycleStartedAtMs: number;
+  /** Set by the partition itself when it continues as new. */
+  continuation?: CycleContinuation;
+}
+
+/** What a partition reports to its cycle. */
+export interface PartitionResult {
+  status: CycleStatus;
+  counts: CycleCounts;
+  runs: number;
+  /** The partition's first run id, which keys its scan positions; the cycle's prune deletes them. */
+  firstRunId: string;
+}
+
+/** A partition's workflow id: its cycle's, then which of how many (the Web UI lists it under the cycle). */
+export function partitionWorkflowId(jobRunId: string, { index, count }: PartitionRef): string {
+  return `${jobRunId}/partition-${index + 1}-of-${count}`;
+}
+
+/** Upper bound on a cycle's partitions: each is a child workflow with its own chain of pages. */
+export const MAX_PARTITIONS = 64;
+
+/**
+ * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,
+ * at most `maxPartitions`. A small day scans alone; a big one spreads over the workers.
+ */
+export function partitionCount(due: number, maxPartitions: number, partitionSize: number): number {
+  const wanted = Math.ceil(Math.max(0, due) / Math.max(1, partitionSize));
+  return Math.max(1, Math.min(maxPartitions, MAX_PARTITIONS, wanted));
 }
 
 export const ZERO_COUNTS: CycleCounts = {

@@ -10,6 +10,10 @@ export interface CycleProgress extends CycleCounts {
   asOf: string;
   /** Runs so far, counting continue-as-new. */
   runs: number;
+  /** A partitioned cycle: how many partitions; the counts above are those of the partitions that ended. */
+  partitions?: number;
+  /** The workflow ids of the partitions still running; each answers this query with its own counts. */
+  partitionsRunning?: string[];
 }
 
 /** The query the cycle workflow answers with its `CycleProgress`. */
@@ -19,8 +23,11 @@ export const cycleProgressQuery = defineQuery<CycleProgress>('progress');
 export function formatProgress(p: CycleProgress, elapsedMs: number): string {
   const busy = p.ownersBusy > 0 ? `, ${p.ownersBusy} busy` : '';
   const run = p.runs > 1 ? ` · run ${p.runs}` : '';
+  const split = p.partitions
+    ? ` · partitions ${p.partitions - (p.partitionsRunning?.length ?? 0)} of ${p.partitions} done`
+    : '';
   return (
-    `cycle as of ${p.asOf.slice(0, 10)} · page ${p.pages} · owners ${p.ownersProcessed} done, ${p.failedOwners} failed${busy}` +
+    `cycle as of ${p.asOf.slice(0, 10)}${split} · page ${p.pages} · owners ${p.ownersProcessed} done, ${p.failedOwners} failed${busy}` +
     ` · ${p.remindersSent} reminders · ${Math.round(elapsedMs / 1000)} s${run}`
   );
 }

@@ -21,7 +21,7 @@ import {
 } from '../domain/search-attributes';
 import { manualCycleMetadata } from '../temporal/ui-metadata';
 import type { CycleWorkflow } from '../workflows';
-import { resultWithProgress } from './progress';
+import { cycleProgress, resultWithProgress } from './progress';
 
 /** One owner's event as a cycle would write it, without the document values (`numberMask`, `expiresAt`). */
 interface PreviewOwner {
@@ -120,6 +120,8 @@ export interface CycleStatusRow {
   asOf?: string;
   outcome?: string;
   remindersSent?: number;
+  /** A running cycle's progress (a partitioned one's with each running partition's counts). */
+  progress?: Awaited<ReturnType<typeof cycleProgress>>;
   /** The counts of the result, for completed cycles. */
   result?: Pick<
     CycleResult,
@@ -131,6 +133,7 @@ export interface CycleStatusRow {
     | 'documentsSeen'
     | 'pruned'
     | 'durationMs'
+    | 'partitions'
   >;
 }
 
@@ -184,7 +187,16 @@ export async function listCycles(
           documentsSeen: res.documentsSeen,
           pruned: res.pruned,
           durationMs: res.durationMs,
+          ...(res.partitions ? { partitions: res.partitions } : {}),
         };
+      }),
+  );
+  await Promise.all(
+    rows
+      .filter((r) => r.status === 'RUNNING')
+      .map(async (r) => {
+        // No worker polling, or a run handing over to the next: the row keeps its search attributes.
+        r.progress = await cycleProgress(client.workflow.getHandle(r.workflowId, r.runId)).catch(() => undefined);
       }),
   );
   return rows;
@@ -194,7 +206,7 @@ export async function listCycles(
 export async function runManualCycle(
   client: Client,
   config: Config,
-  options: { asOf?: string; wait?: boolean },
+  options: { asOf?: string; wait?: boolean; partitions?: number },
 ): Promise<{ workflowId: string; runId: string; result?: CycleResult }> {
   const today = utcDate(new Date());
   if (options.asOf && options.asOf > today) {
@@ -203,7 +215,10 @@ export async function runManualCycle(
         'early and prune the markers of documents still in the window; nothing was started',
     );
   }
-  const input: CycleInput = options.asOf ? { asOf: options.asOf } : {};
+  const input: CycleInput = {
+    ...(options.asOf ? { asOf: options.asOf } : {}),
+    ...(options.partitions ? { partitions: options.partitions } : {}),
+  };
   const day = options.asOf ?? today;
   const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue: config.temporal.taskQueue,

@@ -3,8 +3,37 @@
  * `progress` query (never the database). stdout keeps only the JSON result.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import type { CycleResult } from '../domain/cycle';
-import { cycleProgressQuery, formatProgress } from '../domain/progress';
+import { ZERO_COUNTS, type CycleCounts, type CycleResult } from '../domain/cycle';
+import { cycleProgressQuery, formatProgress, type CycleProgress } from '../domain/progress';
+
+/** One running partition's progress, as `cycle status` lists it under its cycle. */
+export interface PartitionProgress extends CycleCounts {
+  workflowId: string;
+  runs: number;
+}
+
+/**
+ * A cycle's progress. A partitioned cycle counts the partitions that ended; each running partition is
+ * asked for its own counts (listed in `running`), which are added, so the line covers the whole day.
+ */
+export async function cycleProgress(
+  handle: WorkflowHandle,
+): Promise<CycleProgress & { running?: PartitionProgress[] }> {
+  const progress = await handle.query(cycleProgressQuery);
+  if (!progress.partitionsRunning?.length) return progress;
+  const running = await Promise.all(
+    progress.partitionsRunning.map(async (workflowId) => {
+      const p = await handle.client.getHandle(workflowId).query(cycleProgressQuery);
+      const counts = Object.fromEntries(Object.keys(ZERO_COUNTS).map((k) => [k, p[k as keyof CycleCounts]]));
+      return { workflowId, runs: p.runs, ...(counts as unknown as CycleCounts) };
+    }),
+  );
+  const total = { ...progress };
+  for (const p of running) {
+    for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) total[key] += p[key];
+  }
+  return { ...total, running };
+}
 
 /** Where the line goes and how often it is read. */
 export interface ProgressOptions {
@@ -28,7 +57,7 @@ export async function resultWithProgress(handle: WorkflowHandle, options: Progre
   let done = false;
   const show = async () => {
     try {
-      const progress = await handle.query(cycleProgressQuery);
+      const progress = await cycleProgress(handle);
       if (done) return;
       const line = formatProgress(progress, Date.now() - started);
       const changed = line.replace(/ · \d+ s/, '') !== last.replace(/ · \d+ s/, '');

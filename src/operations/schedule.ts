@@ -21,14 +21,16 @@ type CycleWorkflow = typeof documentExpiryReminderCycle;
 
 function desired(
   config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>,
+  options: ApplyOptions,
 ): Omit<ScheduleOptions<ScheduleOptionsStartWorkflowAction<CycleWorkflow>>, 'scheduleId'> {
   const action: ScheduleOptionsStartWorkflowAction<CycleWorkflow> = {
     type: 'startWorkflow',
     workflowType: WORKFLOW_TYPE,
     taskQueue: config.temporal.taskQueue,
     workflowId: SCHEDULED_WORKFLOW_ID,
-    // Empty input: the worker's configuration decides, and AsOf is the action time.
-    args: [{}],
+    // Empty input: the worker's configuration decides, and AsOf is the action time; a partition count
+    // given to `schedule apply` is the one input it sets.
+    args: [options.partitions ? { partitions: options.partitions } : {}],
     // A cycle stuck in a workflow-task failure loop would otherwise hold the schedule's one running
     // slot (overlap SKIP) forever; ended before the next tick, it cannot block that tick.
     workflowExecutionTimeout: scheduledCycleTimeoutMs(config.schedule.intervalMs),
@@ -51,6 +53,15 @@ function desired(
   };
 }
 
+/** What `schedule apply` may set beside the configuration. */
+export interface ApplyOptions {
+  /**
+   * A fixed partition count for every scheduled cycle (docs/DESIGN.md#partitions); without it each cycle plans
+   * its day. A later apply without it goes back to planning.
+   */
+  partitions?: number;
+}
+
 /**
  * Creates the schedule, or updates it in place.
  *
@@ -69,8 +80,9 @@ export async function applySchedule(
   client: Client,
   config: Pick<Config, 'temporal' | 'schedule' | 'cycle'>,
   scheduleId: string = SCHEDULE_ID,
+  options: ApplyOptions = {},
 ): Promise<'created' | 'updated'> {
-  const want = desired(config);
+  const want = desired(config, options);
   try {
     await client.schedule.create({ scheduleId, ...want });
     return 'created';

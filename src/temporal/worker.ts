@@ -39,6 +39,8 @@ export interface WorkerDeps {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Called when a cycle ends (the backlog gauge refreshes then). */
   onCycleEnded?: () => void;
+  /** The worker's identity in workflow histories (default: the SDK's, process id and host name). */
+  identity?: string;
 }
 
 /** Path of the workflow code, for bundling (works from `src/` under tsx and from `dist/`). */
@@ -93,6 +95,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
+    ...(deps.identity ? { identity: deps.identity } : {}),
     // A prebuilt bundle must include OTEL_WORKFLOW_INTERCEPTORS itself (see bundleWorkflowCode).
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     interceptors: {

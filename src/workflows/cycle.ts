@@ -12,16 +12,19 @@ import {
   CancellationScope,
   ContinueAsNew,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxySinks,
   setCurrentDetails,
   setHandler,
+  startChild,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, CandidatePage } from '../activities';
+import type { Activities, CandidatePage, PartitionPlan } from '../activities';
 import {
   ZERO_COUNTS,
   ownerGroups,
@@ -31,7 +34,12 @@ import {
   type CycleResult,
   type CycleSettings,
   type CycleStatus,
+  partitionWorkflowId,
+  type PartitionInput,
+  type PartitionRef,
+  type PartitionResult,
 } from '../domain/cycle';
+import { describeFailure } from '../domain/failures';
 import { MAX_CARRIED_BUSY_OWNERS, defaultAsOf, inputShapeProblem } from '../domain/cycle-input';
 import {
   REMINDER_AS_OF,
@@ -47,6 +55,18 @@ const { resolveCycleSettings } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { maximumAttempts: 5 },
 });
+
+// Counting a big day's due documents reads up to max × size of them: seconds, not minutes.
+const { planPartitions } = proxyActivities<Activities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
+});
+
+/**
+ * The patch that brought partitions (docs/DESIGN.md#partitions): a first run plans its day, and splits a big
+ * one into child workflows. Histories recorded before it replay on the path that scans alone.
+ */
+const PARTITIONS_PATCH = 'partitions-v1';
 
 // Short start-to-close timeouts: they are also how soon work lost with a crashed worker is retried.
 const { findCandidatePage } = proxyActivities<Activities>({
@@ -86,6 +106,16 @@ export async function documentExpiryReminderCycle(input: CycleInput = {}): Promi
 
 async function runCycle(input: CycleInput): Promise<CycleResult> {
   const run = await beginRun(input);
+  if (input.continuation === undefined && patched(PARTITIONS_PATCH)) {
+    const plan = await planDay(run);
+    if (plan.partitions > 1) return runPartitions(run, plan.partitions);
+    if (plan.due === 0) return finishCycle(run, 'completed', await prune(run));
+  }
+  return finishCycle(run, ...(await scanAlone(run)));
+}
+
+/** The scan, the owners found busy, and the prune of a cycle (or a partition) that scans its range alone. */
+async function scanAlone(run: CycleRun): Promise<[CycleStatus, number]> {
   const pages = new PageReader(run);
   let status = await scanPages(run, pages);
   await run.groups.drain();
@@ -96,8 +126,118 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
     if (stop) status = stop;
   }
   run.groups.failStillBusy();
-  const pruned = status === 'cancelled' ? 0 : await prune(run);
+  // A partition leaves the prune to its cycle, which prunes once all partitions are done.
+  const pruned = status === 'cancelled' || run.partition ? 0 : await prune(run);
+  return [status, pruned];
+}
+
+/**
+ * The day's partition count: the input's, else the plan's from the due count. Nothing due is a plan too:
+ * the cycle then skips the scan (the count read the same documents the scan would).
+ */
+async function planDay({ settings, jobRunId }: CycleRun): Promise<Pick<PartitionPlan, 'due' | 'partitions'>> {
+  if (settings.partitions !== undefined) return { due: Number.NaN, partitions: settings.partitions };
+  const plan = await CancellationScope.nonCancellable(() =>
+    planPartitions({ window: candidateWindow(settings), jobRunId }),
+  );
+  log.info('day planned', { jobRunId, ...plan });
+  return plan;
+}
+
+/**
+ * Runs the day as `count` partitions, each a child workflow with its own chain of pages over one id range
+ * (docs/DESIGN.md#partitions), and sums their results. A cancel request reaches every partition, which stops
+ * as a cycle does and reports what it did; a partition that fails fails the cycle, named, once every other
+ * partition has ended. The prune runs once, after all of them.
+ */
+async function runPartitions(run: CycleRun, count: number): Promise<CycleResult> {
+  const { jobRunId, settings, state, counts } = run;
+  run.partitions = count;
+  const ids = Array.from({ length: count }, (_, index) => partitionWorkflowId(jobRunId, { index, count }));
+  run.partitionsRunning = new Set(ids);
+  // Started outside the cycle's cancellation scope: a cancel request is passed on below, so that each
+  // partition stops as a cycle does and still reports its counts.
+  const handles = await CancellationScope.nonCancellable(() =>
+    Promise.all(
+      ids.map((workflowId, index) =>
+        startChild(documentExpiryReminderPartition, {
+          workflowId,
+          staticSummary: `partition ${index + 1} of ${count}`,
+          args: [{ partition: { index, count }, jobRunId, settings, cycleStartedAtMs: state.startedAtMs }],
+        }),
+      ),
+    ),
+  );
+  void run.cancelRequested.then(() =>
+    CancellationScope.nonCancellable(() =>
+      Promise.all(
+        ids.map((id) =>
+          getExternalWorkflowHandle(id)
+            .cancel()
+            .catch(() => undefined),
+        ),
+      ),
+    ),
+  );
+  const statuses: CycleStatus[] = [];
+  const failures: string[] = [];
+  const firstRunIds: string[] = [];
+  await Promise.all(
+    handles.map((handle, index) =>
+      handle
+        .result()
+        .then(
+          (r: PartitionResult) => {
+            addCounts(counts, r.counts);
+            statuses.push(r.status);
+            firstRunIds.push(r.firstRunId);
+            run.partitionsDone += 1;
+            run.progress();
+          },
+          (err: unknown) => {
+            failures.push(`partition ${index + 1} of ${count} (${ids[index]}): ${describeFailure(err)}`);
+          },
+        )
+        .finally(() => run.partitionsRunning.delete(ids[index])),
+    ),
+  );
+  if (failures.length > 0) {
+    throw ApplicationFailure.nonRetryable(
+      `${failures.length} of ${count} partitions failed: ${failures.join('; ')}`,
+      'PartitionFailed',
+    );
+  }
+  const status = worstStatus(statuses);
+  const pruned = status === 'cancelled' ? 0 : await prune(run, firstRunIds);
   return finishCycle(run, status, pruned);
+}
+
+function addCounts(into: CycleCounts, add: CycleCounts): void {
+  for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) into[key] += add[key] ?? 0;
+}
+
+/** Cancelled over time-limit over completed: the cycle's status is its least finished partition's. */
+function worstStatus(statuses: CycleStatus[]): CycleStatus {
+  if (statuses.includes('cancelled')) return 'cancelled';
+  return statuses.includes('time-limit') ? 'time-limit' : 'completed';
+}
+
+/**
+ * `documentExpiryReminderPartition`: one partition of a cycle's day, started by the cycle
+ * ({@link runPartitions}). It scans its id range page after page, reminds the owners, retries the busy
+ * ones and continues as new as a cycle that scans alone does; its cycle prunes.
+ */
+export async function documentExpiryReminderPartition(input: PartitionInput): Promise<PartitionResult> {
+  const info = workflowInfo();
+  if (info.parent === undefined) {
+    throw ApplicationFailure.nonRetryable(
+      'Invalid partition input: a partition is started by its cycle; start the cycle instead',
+      'InvalidCycleInput',
+    );
+  }
+  const run = beginPartitionRun(input);
+  const [status] = await scanAlone(run);
+  return { status, counts: run.counts, runs: run.state.runs, firstRunId: run.firstRunId };
 }
 
 /** What the steps of one run share; `state` and `counts` belong to the cycle and travel to its next run. */
@@ -114,6 +254,17 @@ interface CycleRun {
   stopReason: () => CycleStatus | undefined;
   /** Resolves when a cancel is requested. */
   cancelRequested: Promise<void>;
+  /** Shows the counts so far in the Web UI. */
+  progress: () => void;
+  /** The id range this run scans, when it is one partition of a cycle. */
+  partition?: PartitionRef;
+  /** The partitions the cycle runs its day in, and how many have ended (a partitioned cycle's own run). */
+  partitions?: number;
+  partitionsDone: number;
+  /** The partitions still running, by workflow id: the progress query names them (their counts are theirs). */
+  partitionsRunning: Set<string>;
+  /** Hands the cycle (or the partition) over to its next run. */
+  continueAs: (continuation: CycleContinuation) => Promise<never>;
 }
 
 /** One page's step: the page, why the cycle stops (if it does), and when the page's owner groups have ended. */
@@ -136,19 +287,10 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
   const settings = await CancellationScope.nonCancellable(() =>
     resolveCycleSettings({ input, jobRunId, defaultAsOf: defaultAsOf(scheduledAt, new Date()).toISOString() }),
   );
-  const state: CycleContinuation = continued ?? {
-    settings,
-    startedAtMs: Date.now(),
-    counts: { ...ZERO_COUNTS },
-    runs: 1,
-    busyOwnerIds: [],
-  };
-  const counts: CycleCounts = { ...state.counts };
-  const deadline = state.startedAtMs + settings.maxRunDurationMs;
-  const progress = () => showProgress(settings, counts, state.runs, scheduledAt);
-  // Read by `cycle run --wait` and `schedule trigger --wait`; answering a query records nothing.
-  setHandler(cycleProgressQuery, () => ({ ...counts, asOf: settings.asOf, runs: state.runs }));
-
+  const run = runState(jobRunId, settings, continued ?? firstState(settings, Date.now()), scheduledAt, (c) =>
+    continueAsNew<typeof documentExpiryReminderCycle>({ continuation: c }),
+  );
+  const { state } = run;
   otel.trace.getActiveSpan()?.setAttributes({
     correlationId: jobRunId,
     asOf: settings.asOf,
@@ -169,8 +311,43 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
       { key: REMINDERS_SENT, value: 0 },
     ]);
   }
-  progress();
+  run.progress();
+  return run;
+}
 
+/** The state of a cycle's (or a partition's) first run. */
+function firstState(settings: CycleSettings, startedAtMs: number): CycleContinuation {
+  return { settings, startedAtMs, counts: { ...ZERO_COUNTS }, runs: 1, busyOwnerIds: [] };
+}
+
+/** A partition's run: its cycle's settings and start, its own counts and chain of runs (no activity). */
+function beginPartitionRun(input: PartitionInput): CycleRun {
+  const { partition, jobRunId, settings } = input;
+  const state = input.continuation ?? firstState(settings, input.cycleStartedAtMs);
+  const run = runState(jobRunId, settings, state, undefined, (c) =>
+    continueAsNew<typeof documentExpiryReminderPartition>({ ...input, continuation: c }),
+  );
+  run.partition = partition;
+  run.groups.allowEagerDispatch = false;
+  if (!input.continuation)
+    log.info('partition started', { jobRunId, partition: partition.index + 1, of: partition.count });
+  run.progress();
+  return run;
+}
+
+/**
+ * The run's shared state: counts, the progress query and line, the stop reasons (a cancel request, the
+ * cycle's time limit) and the owner groups in flight.
+ */
+function runState(
+  jobRunId: string,
+  settings: CycleSettings,
+  state: CycleContinuation,
+  scheduledAt: Date | undefined,
+  continueAs: (continuation: CycleContinuation) => Promise<never>,
+): CycleRun {
+  const counts: CycleCounts = { ...state.counts };
+  const deadline = state.startedAtMs + settings.maxRunDurationMs;
   let cancelled = false;
   // Cancellation is observed, not propagated: in-flight owner transactions run to their end and the
   // cycle stops scheduling new ones, then reports `cancelled` with what it did.
@@ -182,10 +359,10 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
   });
   const stopReason = (): CycleStatus | undefined =>
     cancelled ? 'cancelled' : Date.now() >= deadline ? 'time-limit' : undefined;
-
-  return {
+  const progress = () => showProgress(run);
+  const run: CycleRun = {
     jobRunId,
-    firstRunId: info.firstExecutionRunId,
+    firstRunId: workflowInfo().firstExecutionRunId,
     settings,
     state,
     counts,
@@ -193,7 +370,19 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
     groups: new RemindOwnersInFlight(settings, jobRunId, counts, progress, state.busyOwnerIds),
     stopReason,
     cancelRequested,
+    progress,
+    partitionsDone: 0,
+    partitionsRunning: new Set(),
+    continueAs,
   };
+  // Read by `cycle run --wait` and `schedule trigger --wait`; answering a query records nothing.
+  setHandler(cycleProgressQuery, () => ({
+    ...counts,
+    asOf: settings.asOf,
+    runs: state.runs,
+    ...(run.partitions ? { partitions: run.partitions, partitionsRunning: [...run.partitionsRunning] } : {}),
+  }));
+  return run;
 }
 
 /** Anything but an object would fail every workflow task after it; fails the cycle instead, once. */
@@ -274,14 +463,12 @@ async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
   if (drained) return drained;
   const busyOwnerIds = groups.takeBusy();
   groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
-  return continueAsNew<typeof documentExpiryReminderCycle>({
-    continuation: {
-      settings,
-      startedAtMs: state.startedAtMs,
-      counts,
-      runs: state.runs + 1,
-      busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
-    },
+  return run.continueAs({
+    settings,
+    startedAtMs: state.startedAtMs,
+    counts,
+    runs: state.runs + 1,
+    busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
   });
 }
 
@@ -330,22 +517,38 @@ class PageReader {
   }
 
   private read(page: number): Promise<CandidatePage> {
-    const { settings, firstRunId, jobRunId } = this.run;
-    const window = {
-      asOfDate: settings.asOfDate,
-      thresholdsDays: settings.thresholdsDays,
-      retentionDays: settings.retentionDays,
-    };
+    const { settings, firstRunId, jobRunId, partition } = this.run;
+    const window = candidateWindow(settings);
     return CancellationScope.nonCancellable(() =>
-      findCandidatePage({ window, cycleId: firstRunId, jobRunId, page, batchSize: settings.batchSize }),
+      findCandidatePage({
+        window,
+        cycleId: firstRunId,
+        jobRunId,
+        page,
+        batchSize: settings.batchSize,
+        ...(partition ? { partition } : {}),
+      }),
     );
   }
 }
 
-/** Deletes markers past retention, and this cycle's scan positions. */
-function prune({ settings, firstRunId }: CycleRun): Promise<number> {
+function candidateWindow(settings: CycleSettings) {
+  return {
+    asOfDate: settings.asOfDate,
+    thresholdsDays: settings.thresholdsDays,
+    retentionDays: settings.retentionDays,
+  };
+}
+
+/** Deletes markers past retention, and this cycle's scan positions (and its partitions'). */
+function prune({ settings, firstRunId }: CycleRun, partitionIds?: string[]): Promise<number> {
   return CancellationScope.nonCancellable(() =>
-    pruneReminders({ asOfDate: settings.asOfDate, retentionDays: settings.retentionDays, cycleId: firstRunId }),
+    pruneReminders({
+      asOfDate: settings.asOfDate,
+      retentionDays: settings.retentionDays,
+      cycleId: firstRunId,
+      ...(partitionIds ? { partitionIds } : {}),
+    }),
   );
 }
 
@@ -362,30 +565,42 @@ function finishCycle(run: CycleRun, status: CycleStatus, pruned: number): CycleR
     pruned,
     durationMs: Date.now() - state.startedAtMs,
     runs: state.runs,
+    ...(run.partitions ? { partitions: run.partitions } : {}),
   };
   upsertSearchAttributes([
     { key: REMINDER_OUTCOME, value: status },
     { key: REMINDERS_SENT, value: counts.remindersSent },
   ]);
-  setCurrentDetails(
-    `**${status}** · ${progressLine(settings, counts, state.runs, scheduledAt)} · pruned ${pruned} · ${result.durationMs} ms`,
-  );
+  setCurrentDetails(`**${status}** · ${progressLine(run)} · pruned ${pruned} · ${result.durationMs} ms`);
   cycleMetrics.cycleEnded(result);
   log.info('cycle completed', { ...result, prunedCount: pruned });
   return result;
 }
 
-function progressLine(settings: CycleSettings, counts: CycleCounts, runs: number, scheduledAt?: Date): string {
+function progressLine({
+  settings,
+  counts,
+  state,
+  scheduledAt,
+  partition,
+  partitions,
+  partitionsDone,
+}: CycleRun): string {
   // A backfilled day runs as of today; the Web UI shows both, so an operator sees which day it stood for.
   const scheduled = scheduledAt ? ` (scheduled ${scheduledAt.toISOString().slice(0, 10)})` : '';
+  const split = partition
+    ? ` · partition ${partition.index + 1} of ${partition.count}`
+    : partitions
+      ? ` · partitions ${partitionsDone} of ${partitions} done (the counts are theirs)`
+      : '';
   return (
-    `AsOf ${settings.asOfDate}${scheduled} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
+    `AsOf ${settings.asOfDate}${scheduled}${split} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +
     `owners ${counts.ownersProcessed} done, ${counts.ownersBusy} busy, ${counts.failedOwners} failed · ` +
-    `reminders ${counts.remindersSent} · run ${runs}`
+    `reminders ${counts.remindersSent} · run ${state.runs}`
   );
 }
 
 /** Live progress in the Web UI's "current details" (not recorded in history). */
-function showProgress(settings: CycleSettings, counts: CycleCounts, runs: number, scheduledAt?: Date): void {
-  setCurrentDetails(`Running · ${progressLine(settings, counts, runs, scheduledAt)}`);
+function showProgress(run: CycleRun): void {
+  setCurrentDetails(`Running · ${progressLine(run)}`);
 }

@@ -41,6 +41,8 @@ export interface WorkerOptions {
   taskQueue?: string;
   config?: Config;
   tracing?: Tracing;
+  /** The worker's identity in histories, to tell two workers of one process apart. */
+  identity?: string;
 }
 
 export interface Integration {

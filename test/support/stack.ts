@@ -142,7 +142,7 @@ export interface TestWorker {
 /** A worker on a task queue of its own, running the real workflow bundle and real activities. */
 export async function startTestWorker(
   db: TestDatabase,
-  options: { taskQueue?: string; config?: Config; tracing?: Tracing } = {},
+  options: { taskQueue?: string; config?: Config; tracing?: Tracing; identity?: string } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
   const connection = await connectToStack((o) => NativeConnection.connect(o));
@@ -154,6 +154,7 @@ export async function startTestWorker(
     logger: logs.logger,
     taskQueue,
     tracing: options.tracing,
+    identity: options.identity,
     workflowBundle: { codePath: required('WORKFLOW_BUNDLE_PATH') },
   });
   const running = worker.run();

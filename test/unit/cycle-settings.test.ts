@@ -98,9 +98,18 @@ describe('resolveCycleSettings', () => {
     ]);
   });
 
+  it('takes a partition count from 1 to 64, and refuses anything else naming the bounds', () => {
+    expect(settingsOf({ partitions: 3 }).partitions).toBe(3);
+    expect(settingsOf({}).partitions).toBeUndefined();
+    for (const partitions of [0, 65, 2.5, '4'])
+      expect(problemsOf({ partitions })).toEqual([
+        `partitions=${JSON.stringify(partitions)}: expected a whole number from 1 to 64`,
+      ]);
+  });
+
   it('refuses an unknown field, such as a typo for asOf, instead of running as of today', () => {
     expect(problemsOf({ asof: '2026-05-01' })).toEqual([
-      'unknown field "asof": expected only asOf, thresholdsDays, batchSize, retentionDays, maxRunDurationMs, ownerConcurrency, ownerGroupSize, maxHistoryEvents',
+      'unknown field "asof": expected only asOf, thresholdsDays, batchSize, retentionDays, maxRunDurationMs, ownerConcurrency, ownerGroupSize, maxHistoryEvents, partitions',
     ]);
   });
 

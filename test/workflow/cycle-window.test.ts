@@ -130,6 +130,7 @@ test('runs ownerConcurrency / ownerGroupSize groups at once, across pages, and d
       expect(await counterValue(metrics, 'errors', 'owner')).toBe(0);
       expect(logs().map((l) => [l.message, l.meta?.page])).toEqual([
         ['cycle started', undefined],
+        ['day planned', undefined],
         ['batch selected', 1],
         ['batch selected', 2],
         ['batch selected', 3],

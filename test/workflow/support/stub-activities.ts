@@ -9,6 +9,8 @@ import type {
   Activities,
   CandidatePage,
   FindCandidatePageInput,
+  PartitionPlan,
+  PlanPartitionsInput,
   RemindOwnersInput,
   RemindOwnersResult,
 } from '../../../src/activities';
@@ -49,6 +51,10 @@ export interface CycleScript {
   defaults?: Partial<CycleDefaults>;
   /** The scan: the owner ids of page 1, 2, …; every page but the last says `hasNext`. */
   pages: string[][];
+  /** A partitioned day: partition `i`'s pages (and `pages` is not read by partitions). */
+  partitionPages?: string[][][];
+  /** What `planPartitions` answers; default: one partition, as many due documents as `pages` hold. */
+  plan?: { due: number; partitions: number };
   /** Default `sent` (processed, notified, one reminder); `n` counts this owner's calls from 1. */
   owner?: (ownerId: string, n: number) => OwnerOutcome;
   /** Runs when a group's call starts (`calls`: the log so far); what it throws fails that attempt. */
@@ -105,14 +111,21 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         return resolved.settings;
       }),
 
+    planPartitions: (input: PlanPartitionsInput) =>
+      logged('planPartitions', input, async (): Promise<PartitionPlan> => {
+        const due = script.pages.flat().length * DOCUMENTS_PER_OWNER;
+        return { due, partitions: 1, max: 8, size: 25_000, ...script.plan };
+      }),
+
     findCandidatePage: (input: FindCandidatePageInput) =>
       logged('findCandidatePage', input, async (call): Promise<CandidatePage> => {
         await script.onPage?.(input, call, calls);
-        const ownerIds = script.pages[input.page - 1] ?? [];
+        const pages = input.partition ? (script.partitionPages?.[input.partition.index] ?? []) : script.pages;
+        const ownerIds = pages[input.page - 1] ?? [];
         return {
           ownerIds,
           documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
-          hasNext: input.page < script.pages.length,
+          hasNext: input.page < pages.length,
         };
       }),
 

@@ -1,0 +1,190 @@
+/**
+ * Partitions (docs/DESIGN.md#partitions), run by the real workflow code against stub activities on
+ * Temporal's time-skipping test server: a big day's scan split into child workflows over id ranges, their
+ * results summed into the cycle's, one prune; nothing due skips the scan; a cancel reaches every partition;
+ * a failing partition fails the cycle, named.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import type { FindCandidatePageInput, PruneInput } from '../../src/activities';
+import { cycleEnvPerFile, eventNames, withCycle, type HistoryEvent } from './support/cycle-env';
+import { callsOf, holdUntil, ownerId, owners } from './support/stub-activities';
+
+const cycle = cycleEnvPerFile();
+
+/** The child workflows a cycle's history started, by workflow id. */
+function childIds(events: HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const id = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+    return id ? [id] : [];
+  });
+}
+
+test('a big day runs as partitions over id ranges, each its own workflow; the cycle sums them and prunes once', async () => {
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 60_000, partitions: 3 },
+      // Partition 1 reads two pages, 2 one, 3 three; owner 1 has documents in every partition.
+      partitionPages: [
+        [owners(1, 4), owners(10, 3)],
+        [[ownerId(1), ...owners(20, 2)]],
+        [[ownerId(1), ...owners(30, 3)], [ownerId(40), ownerId(41)], [ownerId(42)]],
+      ],
+    },
+    {},
+    async ({ handle, calls, histories }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', partitions: 3, pages: 6, ownersProcessed: 17, runs: 1 }),
+      );
+      expect(result.remindersSent).toBe(17);
+      expect(result.documentsSeen).toBe(34);
+
+      const pageCalls = callsOf(calls, 'findCandidatePage').map((c) => c.input as FindCandidatePageInput);
+      expect(pageCalls.map((p) => [p.partition?.index, p.page]).sort()).toEqual([
+        [0, 1],
+        [0, 2],
+        [1, 1],
+        [2, 1],
+        [2, 2],
+        [2, 3],
+      ]);
+      expect(pageCalls.every((p) => p.partition?.count === 3 && p.jobRunId === handle.workflowId)).toBe(true);
+      // Each partition keys its scan positions by its own first run id.
+      expect(new Set(pageCalls.map((p) => p.cycleId)).size).toBe(3);
+
+      const [{ events }] = await histories();
+      expect(childIds(events)).toEqual([1, 2, 3].map((i) => `${handle.workflowId}/partition-${i}-of-3`));
+      const prunes = callsOf(calls, 'pruneReminders');
+      expect(prunes).toHaveLength(1);
+      expect(new Set((prunes[0].input as PruneInput).partitionIds)).toEqual(new Set(pageCalls.map((p) => p.cycleId)));
+      expect(callsOf(calls, 'planPartitions')).toHaveLength(1);
+    },
+  );
+});
+
+test('a day with nothing due is planned and ends without a scan; a small day scans alone', async () => {
+  await withCycle(
+    cycle(),
+    { pages: [owners(1, 3)], plan: { due: 0, partitions: 1 } },
+    {},
+    async ({ handle, calls }) => {
+      expect(await handle.result()).toEqual(
+        expect.objectContaining({ status: 'completed', pages: 0, documentsSeen: 0, remindersSent: 0 }),
+      );
+      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(0);
+      expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
+    },
+  );
+  await withCycle(cycle(), { pages: [owners(1, 3)] }, {}, async ({ handle, calls, histories }) => {
+    const result = await handle.result();
+    expect(result).toEqual(expect.objectContaining({ status: 'completed', pages: 1, remindersSent: 3 }));
+    expect(result.partitions).toBeUndefined();
+    expect(childIds((await histories())[0].events)).toEqual([]);
+    expect(callsOf(calls, 'findCandidatePage').map((c) => (c.input as FindCandidatePageInput).partition)).toEqual([
+      undefined,
+    ]);
+  });
+});
+
+test('a partition count in the input is taken as it is, without a plan', async () => {
+  await withCycle(
+    cycle(),
+    { pages: [], partitionPages: [[owners(1, 2)], [owners(3, 2)]] },
+    { partitions: 2 },
+    async ({ handle, calls }) => {
+      expect(await handle.result()).toEqual(
+        expect.objectContaining({ status: 'completed', partitions: 2, remindersSent: 4 }),
+      );
+      expect(callsOf(calls, 'planPartitions')).toHaveLength(0);
+    },
+  );
+});
+
+test('a cancel request reaches every partition: each stops and reports, the cycle is cancelled, nothing pruned', async () => {
+  let cancelled = false;
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 100_000, partitions: 2 },
+      partitionPages: [
+        [owners(1, 2), owners(3, 2), owners(5, 2)],
+        [owners(11, 2), owners(13, 2), owners(15, 2)],
+      ],
+      // Every partition's first group waits for the cancel, so neither has finished when it comes.
+      onGroup: async () => {
+        await holdUntil(() => cancelled, 10_000);
+      },
+    },
+    { ownerConcurrency: 2, ownerGroupSize: 2 },
+    async ({ handle, calls, histories }) => {
+      await holdUntil(() => callsOf(calls, 'remindOwners').length >= 2, 10_000);
+      await handle.cancel();
+      await holdUntil(() => false, 500);
+      cancelled = true;
+      const result = await handle.result();
+      expect(result).toEqual(expect.objectContaining({ status: 'cancelled', partitions: 2, pruned: 0 }));
+      // The groups that had started ended and were counted; no page after the cancel.
+      expect(result.remindersSent).toBe(callsOf(calls, 'remindOwners').length * 2);
+      expect(result.pages).toBeLessThan(6);
+      expect(callsOf(calls, 'pruneReminders')).toHaveLength(0);
+      expect(eventNames((await histories())[0].events)).toContain(
+        'REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+      );
+    },
+  );
+});
+
+test('a partition that fails fails the cycle, naming it, after the others have ended; nothing is pruned', async () => {
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 100_000, partitions: 3 },
+      partitionPages: [[owners(1, 2)], [owners(3, 2)], [owners(5, 2)]],
+      onPage: (input) => {
+        if (input.partition?.index === 1) throw new Error('boom: the page statement failed');
+      },
+    },
+    {},
+    async ({ handle, calls }) => {
+      const err = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      const message = String((err as WorkflowFailedError).cause?.message);
+      expect(message).toContain('1 of 3 partitions failed');
+      expect(message).toContain(`partition 2 of 3 (${handle.workflowId}/partition-2-of-3)`);
+      // The other partitions ran their owners; the failed cycle does not prune.
+      expect(callsOf(calls, 'remindOwners').length).toBe(2);
+      expect(callsOf(calls, 'pruneReminders')).toHaveLength(0);
+    },
+  );
+});
+
+test('a partition continues as new on its own history and keeps its counts', async () => {
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 100_000, partitions: 2 },
+      partitionPages: [Array.from({ length: 8 }, (_, i) => owners(100 + 10 * i, 2)), [owners(1, 2)]],
+    },
+    { maxHistoryEvents: 60, batchSize: 10 },
+    async ({ handle, calls }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', partitions: 2, pages: 9, remindersSent: 18 }),
+      );
+      const runsOfFirst = new Set(
+        callsOf(calls, 'findCandidatePage')
+          .filter((c) => (c.input as FindCandidatePageInput).partition?.index === 0)
+          .map((c) => c.workflowRunId),
+      );
+      expect(runsOfFirst.size).toBeGreaterThan(1);
+    },
+  );
+});
