@@ -38,6 +38,8 @@ export interface Harness {
   client: Client;
   /** `--owners`: how many owners a scenario seeds. */
   owners: number;
+  /** `--partitions`: every cycle the scenarios start runs its day in this many partitions. */
+  partitions?: number;
   /** `--seed` (or `FAULTS_SEED`): the seed of every random choice of the chaos scenario (s11), so a run replays. */
   seed: number;
   /**
@@ -113,7 +115,7 @@ export function startCycle(
   return h.client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue,
     workflowId: `faults-${crypto.randomUUID()}`,
-    args: [{ asOf: AS_OF, ...input }],
+    args: [{ asOf: AS_OF, ...(h.partitions ? { partitions: h.partitions } : {}), ...input }],
   });
 }
 

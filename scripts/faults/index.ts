@@ -1,11 +1,12 @@
 /**
- * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --seed N --report docs/RELIABILITY.md --production]`
+ * `npm run test:faults [-- --owners N --repeat K --only s1,s9 --seed N --report docs/RELIABILITY.md --production --partitions K]`
  *
  * The fault suite: real worker and relay processes, a real PostgreSQL, Temporal dev server and Kafka
  * broker, and faults injected into them (SIGKILL, server restarts, broker outages, bad input). With
  * `--production` the same scenarios run on the stack's production profile (`npm run stack -- --production`):
  * the Temporal server on PostgreSQL with mTLS, PostgreSQL with TLS and SCRAM, Kafka on SASL_SSL. After
- * each scenario it checks the invariants:
+ * each scenario it checks the invariants (with `--partitions K`, every cycle runs its day in K partitions,
+ * child workflows that the faults hit as well):
  *   I1 every due (document, current threshold) has exactly one marker (nothing is left due);
  *   I2 every current-threshold marker carried an event, in exactly one outbox row;
  *   I3 no outbox row names a (document, threshold) without its marker;
@@ -22,6 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../../src/config';
+import { MAX_PARTITIONS } from '../../src/domain/cycle';
 import { createKafka } from '../../src/relay/kafka';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../stack';
@@ -38,12 +40,17 @@ const { values: args } = parseArgs({
     report: { type: 'string' },
     seed: { type: 'string', default: process.env.FAULTS_SEED },
     production: { type: 'boolean', default: false },
+    partitions: { type: 'string' },
   },
 });
 const SEED = args.seed !== undefined ? Number(args.seed) : Math.floor(Math.random() * 2 ** 31);
 if (!Number.isSafeInteger(SEED)) throw new Error(`--seed must be a whole number, got ${args.seed}`);
 const OWNERS = Number(args.owners);
 const REPEAT = Number(args.repeat);
+const PARTITIONS = args.partitions === undefined ? undefined : Number(args.partitions);
+if (PARTITIONS !== undefined && !(Number.isInteger(PARTITIONS) && PARTITIONS >= 1 && PARTITIONS <= MAX_PARTITIONS)) {
+  throw new Error(`--partitions must be a whole number from 1 to ${MAX_PARTITIONS}, got ${args.partitions}`);
+}
 const root = path.resolve(__dirname, '..', '..');
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -104,7 +111,7 @@ async function main(): Promise<void> {
     : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'faults-temporal-')), 'temporal.db');
   say(
     `fault suite${production ? ' on the production profile' : ''}: ${selected.length} scenarios × ${REPEAT}, ` +
-      `${OWNERS} owners, seed ${SEED} (--seed ${SEED} replays)`,
+      `${OWNERS} owners, seed ${SEED} (--seed ${SEED} replays)${PARTITIONS ? `, every cycle in ${PARTITIONS} partitions` : ''}`,
   );
   const stack = await startStack({ ui: false, temporalDbFile, production, log: (l) => say(`[stack] ${l}`) });
   const connection = await connectTemporal(temporalConnectionOptions(loadConfig(stack.env)), (o) =>
@@ -116,6 +123,7 @@ async function main(): Promise<void> {
     topicReader: topicReader(stack),
     owners: OWNERS,
     seed: SEED,
+    partitions: PARTITIONS,
     output: [],
     say,
   };
@@ -136,7 +144,7 @@ async function main(): Promise<void> {
   const markdown = table(rows);
   say(`\n${markdown}\n`);
   if (args.report) {
-    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT} --seed ${SEED}${only ? ` --only ${only.join(',')}` : ''}${production ? ' --production' : ''}`;
+    const command = `npm run test:faults -- --owners ${OWNERS} --repeat ${REPEAT} --seed ${SEED}${only ? ` --only ${only.join(',')}` : ''}${production ? ' --production' : ''}${PARTITIONS ? ` --partitions ${PARTITIONS}` : ''}`;
     writeReport(path.resolve(root, args.report), command, markdown);
   }
   const failed = rows.filter((r) => !r.ok).length;
