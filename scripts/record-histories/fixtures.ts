@@ -81,9 +81,14 @@ export function fixtureFileName(scenario: string, run: number, runs: number, tag
   return `${tag ? `${tag}.` : ''}${scenario}${runs > 1 ? `-run${run}` : ''}.json`;
 }
 
-/** Whether `file` is one of a scenario's files in the set of `tag` (untagged when absent), of any run. */
+/**
+ * Whether `file` is one of a scenario's files in the set of `tag` (untagged when absent), of any run, its
+ * partitions' (`<scenario>-partition<N>`) included.
+ */
 export function isScenarioFixture(file: string, scenario: string, tag?: string): boolean {
-  return new RegExp(`^${escapeRegExp(`${tag ? `${tag}.` : ''}${scenario}`)}(-run\\d+)?\\.json$`).test(file);
+  return new RegExp(`^${escapeRegExp(`${tag ? `${tag}.` : ''}${scenario}`)}(-partition\\d+)?(-run\\d+)?\\.json$`).test(
+    file,
+  );
 }
 
 /** A fixture's name without its set's tag and `.json`: `normal`, `continued-as-new-run1`. */
@@ -106,7 +111,7 @@ function escapeRegExp(s: string): string {
 /** The histories of every run of the cycle, first to last, following continue-as-new. */
 export async function runHistories(
   client: Client,
-  handle: WorkflowHandleWithFirstExecutionRunId,
+  handle: Pick<WorkflowHandleWithFirstExecutionRunId, 'workflowId' | 'firstExecutionRunId'>,
 ): Promise<{ runId: string; history: temporal.api.history.v1.IHistory }[]> {
   const runs: { runId: string; history: temporal.api.history.v1.IHistory }[] = [];
   let runId: string | undefined = handle.firstExecutionRunId;

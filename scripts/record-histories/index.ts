@@ -86,11 +86,16 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
       log(`recording ${scenario.name}`);
       try {
         const handle = await scenario.run({ client, taskQueue, admin, log });
-        recorded.push({
-          scenario: scenario.name,
-          workflowId: handle.workflowId,
-          runs: await runHistories(client, handle),
-        });
+        const runs = await runHistories(client, handle);
+        recorded.push({ scenario: scenario.name, workflowId: handle.workflowId, runs });
+        // A partitioned cycle's partitions are workflows of their own: each is a fixture too.
+        for (const [i, child] of startedChildren(runs).entries()) {
+          recorded.push({
+            scenario: `${scenario.name}-partition${i + 1}`,
+            workflowId: child.workflowId,
+            runs: await runHistories(client, child),
+          });
+        }
       } finally {
         await dropTestTriggers(admin);
       }
@@ -101,6 +106,20 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
   } finally {
     for (const cleanup of cleanups) await cleanup().catch((err: Error) => log(`cleanup: ${err.message}`));
   }
+}
+
+/** The child workflows the runs started, by workflow id (`…/partition-1-of-2` first), with their first run ids. */
+function startedChildren(runs: { history: History }[]): { workflowId: string; firstExecutionRunId: string }[] {
+  return runs
+    .flatMap(({ history }) =>
+      (history.events ?? []).flatMap((e) => {
+        const started = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+        return started?.workflowId && started.runId
+          ? [{ workflowId: started.workflowId, firstExecutionRunId: started.runId }]
+          : [];
+      }),
+    )
+    .sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }
 
 /** The scenarios `only` names (all when absent); an unknown name is refused before anything starts. */

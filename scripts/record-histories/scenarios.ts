@@ -120,6 +120,38 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // A day in two partitions (child workflows over two id ranges), one owner with a document in each;
+    // pages of 2 and a budget of 40 events, so the first partition continues as new.
+    name: 'partitioned',
+    async run(ctx) {
+      const owner = crypto.randomUUID();
+      await insertDocuments(ctx.admin, AS_OF_DATE, [
+        { id: `1${crypto.randomUUID().slice(1)}`, ownerUserId: owner, daysLeft: 1 },
+        { id: `c${crypto.randomUUID().slice(1)}`, ownerUserId: owner, daysLeft: 7 },
+      ]);
+      // Ten more owners, all in the first partition's id range, so that partition continues as new.
+      await insertDocuments(
+        ctx.admin,
+        AS_OF_DATE,
+        Array.from({ length: 10 }, (_, i) => ({ id: `2${crypto.randomUUID().slice(1)}`, daysLeft: i % 8 })),
+      );
+      const handle = await start(ctx, 'partitioned', {
+        asOf: AS_OF_DATE,
+        partitions: 2,
+        batchSize: 2,
+        ownerGroupSize: 2,
+        maxHistoryEvents: 40,
+      });
+      const result = await handle.result();
+      check(
+        'partitioned',
+        result,
+        (r) => r.status === 'completed' && r.partitions === 2 && r.ownersNotified === 11 && r.remindersSent === 12,
+      );
+      return handle;
+    },
+  },
+  {
     // Invalid input: resolveCycleSettings fails non-retryably, the cycle marks its outcome and fails.
     name: 'failed-invalid-input',
     async run(ctx) {

@@ -46,6 +46,10 @@ test('every scenario records, and the recorded histories replay against the curr
     'continued-as-new-run3.json',
     'failed-invalid-input.json',
     'normal.json',
+    'partitioned-partition1-run1.json',
+    'partitioned-partition1-run2.json',
+    'partitioned-partition2.json',
+    'partitioned.json',
     'time-limit.json',
   ]);
   const tracing = createTracing({ serviceName: 'expiry-reminder-replay-test' });

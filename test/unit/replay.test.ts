@@ -42,6 +42,10 @@ const REQUIRED_SCENARIOS = [
   'continued-as-new-run2',
   'cancelled',
   'failed-invalid-input',
+  'partitioned',
+  'partitioned-partition1-run1',
+  'partitioned-partition1-run2',
+  'partitioned-partition2',
 ];
 
 const FIXTURES = listFixtures();
@@ -71,7 +75,7 @@ describe('replay of recorded histories', () => {
     }
   });
 
-  test('the fixtures cover a normal cycle, continue-as-new, cancellation and a failed cycle', () => {
+  test('the fixtures cover a normal cycle, continue-as-new, cancellation, a failed cycle and partitions', () => {
     expect(FIXTURES.map(fixtureRunName)).toEqual(expect.arrayContaining(REQUIRED_SCENARIOS));
   });
 
