@@ -60,7 +60,7 @@ export const schema = z.object({
   REMINDER_MAX_HISTORY_EVENTS: fromText(wholeNumber(100, 40_000)).default(9_000),
   REMINDER_SCAN_SLICES: fromText(wholeNumber(1, 16)).default(2),
   REMINDER_PARTITIONS: fromText(wholeNumber(1, MAX_PARTITIONS)).default(8),
-  REMINDER_PARTITION_SIZE: fromText(wholeNumber(1, 10_000_000)).default(25_000),
+  REMINDER_PARTITION_SIZE: fromText(wholeNumber(1, 10_000_000)).default(5_000),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'expected comma-separated host:port pairs, e.g. 127.0.0.1:9092')

@@ -8,7 +8,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../../src/config';
+import { partitionWorkflowId, type CycleResult } from '../../src/domain/cycle';
 import { TASK_QUEUE } from '../../src/domain/names';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
+import { runHistories } from '../../scripts/record-histories/fixtures';
 import { STACK_DATABASE } from '../../scripts/stack/database';
 import { insertDocuments, outbox } from '../support/data';
 import { EXPORT_LINE, runStackCli, useStateDir } from '../support/stack-cli';
@@ -106,9 +111,75 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
     );
     expect(queued.reduce((a, b) => a + b)).toBe(owners);
     expect(published.reduce((a, b) => a + b)).toBe(owners);
+    await aBigCycleSpreadsOverBothWorkers(env, admin, asOf, queued);
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * A big day (20,000 owners) runs in partitions, and both workers take its owner groups: each ran at least
+ * 30 % of them (the identity of each group's ActivityTaskStarted in the partitions' histories), their
+ * counters add up to the result, and every owner got one event.
+ */
+async function aBigCycleSpreadsOverBothWorkers(
+  env: Record<string, string>,
+  admin: pg.Client,
+  asOf: string,
+  queuedBefore: number[],
+): Promise<void> {
+  const owners = 20_000;
+  const before = (await outbox(admin)).length;
+  await insertDocuments(
+    admin,
+    asOf,
+    Array.from({ length: owners }, (_, i) => ({ daysLeft: i % 8 })),
+  );
+  const cycle = await run(
+    process.execPath,
+    [require.resolve('tsx/cli'), 'src/client.ts', 'cycle', 'run', '--as-of', asOf, '--wait'],
+    { cwd: ROOT, env: { ...process.env, ...env }, timeout: 600_000 },
+  );
+  const { workflowId, result } = JSON.parse(cycle.stdout) as { workflowId: string; result: CycleResult };
+  expect(result).toMatchObject({ status: 'completed', remindersSent: owners, ownersNotified: owners });
+  expect(result.partitions).toBeGreaterThan(1);
+  expect((await outbox(admin)).length - before).toBe(owners);
+
+  const config = loadConfig({ ...process.env, ...env });
+  const connection = await connectTemporal(temporalConnectionOptions(config), (o) => Connection.connect(o));
+  try {
+    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const groupsBy = new Map<string, number>();
+    for (let index = 0; index < result.partitions!; index += 1) {
+      const id = partitionWorkflowId(workflowId, { index, count: result.partitions! });
+      for (const { history } of await runHistories(client, {
+        workflowId: id,
+        firstExecutionRunId: (await client.workflow.getHandle(id).describe()).runId,
+      })) {
+        const events = history.events ?? [];
+        const groups = new Set(
+          events
+            .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOwners')
+            .map((e) => String(e.eventId)),
+        );
+        for (const e of events) {
+          const started = e.activityTaskStartedEventAttributes;
+          if (started && groups.has(String(started.scheduledEventId))) {
+            groupsBy.set(started.identity ?? '', (groupsBy.get(started.identity ?? '') ?? 0) + 1);
+          }
+        }
+      }
+    }
+    const total = [...groupsBy.values()].reduce((a, b) => a + b, 0);
+    const shares = [...groupsBy.entries()].map(([who, n]) => `${who} ${n} (${Math.round((100 * n) / total)} %)`);
+    process.stderr.write(`groups of the ${owners}-owner cycle per worker: ${shares.join(', ')}\n`);
+    expect(groupsBy.size).toBe(2);
+    for (const n of groupsBy.values()) expect(n / total).toBeGreaterThanOrEqual(0.3);
+  } finally {
+    await connection.close();
+  }
+  const queued = await counterOf(env.STACK_WORKER_METRICS_URLS, 'profile_document_expiry_reminders_total');
+  expect(queued.reduce((a, b) => a + b) - queuedBefore.reduce((a, b) => a + b)).toBe(owners);
 }
 
 test('in the background it prints the profile’s variables, they connect over TLS, and stop leaves nothing behind', async () => {
