@@ -87,10 +87,13 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       input: unknown;
       jobRunId: string;
       defaultAsOf: string;
+      /** The workflow's time when it asked; absent from workflows before it was added. */
+      workflowTime?: string;
     }): Promise<CycleSettings> {
       const resolved = resolveSettings(config.cycle, request.input, {
         defaultAsOf: new Date(request.defaultAsOf),
         now: new Date(),
+        ...(request.workflowTime ? { workflowTime: new Date(request.workflowTime) } : {}),
         jobRunId: request.jobRunId,
       });
       if (!resolved.ok) {

@@ -54,6 +54,9 @@ export function defaultAsOf(actionTime: Date | undefined, start: Date): Date {
   return actionTime;
 }
 
+/** The longest retention a run may carry (the bound of `REMINDER_RETENTION_DAYS`). */
+const MAX_RETENTION_DAYS = 36_500;
+
 /** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
 export const MAX_CARRIED_BUSY_OWNERS = 10_000;
 
@@ -61,8 +64,13 @@ export const MAX_CARRIED_BUSY_OWNERS = 10_000;
 export interface CycleStart {
   /** AsOf when the input names none (the schedule's action time, or the cycle's start). */
   defaultAsOf: Date;
-  /** The current time: an AsOf after its UTC date is refused. */
+  /** The current time on the host that checks: an AsOf after its UTC date is refused. */
   now: Date;
+  /**
+   * The workflow's time when it asked (the server's clock, recorded in history). The later of the two
+   * counts, so a host whose clock lags never refuses what the workflow started a moment ago.
+   */
+  workflowTime?: Date;
   /** The workflow id, which becomes `correlation_id`; absent where no cycle is started (preview). */
   jobRunId?: string;
 }
@@ -94,7 +102,8 @@ export function inputShapeProblem(input: unknown): string | undefined {
  * @returns the settings (a continuation's own, once checked), or the list of problems, each naming the
  * field, the value and what is expected.
  */
-export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, start: CycleStart): Resolved {
+export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, at: CycleStart): Resolved {
+  const start: CycleStart = at.workflowTime && at.workflowTime > at.now ? { ...at, now: at.workflowTime } : at;
   const shape = inputShapeProblem(input);
   if (shape) return { ok: false, problems: [shape] };
   const fields = (input ?? {}) as Record<string, unknown>;
@@ -213,7 +222,13 @@ function exactFieldProblems(
   ];
 }
 
-/** What is wrong with a continuation, checked as strictly as a first run's input. */
+/**
+ * What is wrong with a continuation, checked as strictly as a first run's input for shape and bounds, but
+ * against its own settings, not the worker's: the first run fixed them (they are in history), and a rollout
+ * of other settings, or a second worker configured otherwise, must not fail a running cycle. A retention
+ * other than the worker's cannot undo the ledger either: the prune cutoff keeps every scan above what any
+ * prune deleted (docs/DESIGN.md#resolutions). What could, an AsOf after today, is refused.
+ */
 function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date): string[] {
   const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS);
   if (shape.length > 0) return shape;
@@ -221,8 +236,13 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
   const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, OPTIONAL_SETTINGS_FIELDS);
   if (problems.length === 0) {
     const given = c.settings as CycleSettings;
+    problems.push(
+      ...wholeNumberProblem('retentionDays', given.retentionDays, 0, MAX_RETENTION_DAYS).map(
+        (p) => `continuation.settings.${p}`,
+      ),
+    );
     const again = resolveOverrides(
-      defaults,
+      { ...defaults, ...given, busyRetryWindowMs: defaults.busyRetryWindowMs },
       {
         asOf: given.asOf,
         thresholdsDays: given.thresholdsDays,

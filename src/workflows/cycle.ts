@@ -285,7 +285,12 @@ async function beginRun(input: CycleInput): Promise<CycleRun> {
   // Settings are fixed once per cycle and travel with it through continue-as-new; a continuation is
   // validated again, since anyone may start a run with one.
   const settings = await CancellationScope.nonCancellable(() =>
-    resolveCycleSettings({ input, jobRunId, defaultAsOf: defaultAsOf(scheduledAt, new Date()).toISOString() }),
+    resolveCycleSettings({
+      input,
+      jobRunId,
+      defaultAsOf: defaultAsOf(scheduledAt, new Date()).toISOString(),
+      workflowTime: new Date().toISOString(),
+    }),
   );
   const run = runState(jobRunId, settings, continued ?? firstState(settings, Date.now()), scheduledAt, (c) =>
     continueAsNew<typeof documentExpiryReminderCycle>({ continuation: c }),

@@ -215,6 +215,52 @@ describe('resolveCycleSettings with a continuation', () => {
     expect(resolveCycleSettings(DEFAULTS, { continuation: good }, AT)).toEqual({ ok: true, settings });
   });
 
+  it('keeps the first run’s settings through a rollout that changed retention, batch size and thresholds', () => {
+    const rolledOut: CycleDefaults = {
+      ...DEFAULTS,
+      retentionDays: 30,
+      batchSize: 1_000,
+      thresholdsDays: [60, 14, 3, 0],
+      ownerGroupSize: 5,
+      busyRetryWindowMs: 90_000,
+    };
+    expect(resolveCycleSettings(rolledOut, { continuation: good }, AT)).toEqual({
+      ok: true,
+      settings: { ...settings, busyRetryWindowMs: 90_000 },
+    });
+  });
+
+  it('does not refuse a continuation near midnight on a worker whose clock is 5 minutes behind the workflow’s', () => {
+    const workflowTime = new Date('2026-06-01T23:58:00.000Z');
+    const lagging = { ...AT, now: new Date('2026-06-01T23:53:00.000Z'), workflowTime };
+    const late = {
+      ...good,
+      settings: { ...settings, asOf: '2026-06-01T23:57:30.000Z', asOfDate: '2026-06-01' },
+      startedAtMs: new Date('2026-06-01T23:57:30.000Z').getTime(),
+    };
+    expect(resolveCycleSettings(DEFAULTS, { continuation: late }, lagging).ok).toBe(true);
+    // Past midnight by the workflow's clock, not yet by the worker's: the new day's run is still accepted.
+    const nextDay = {
+      ...good,
+      settings: { ...settings, asOf: '2026-06-02T00:00:30.000Z', asOfDate: '2026-06-02' },
+      startedAtMs: new Date('2026-06-02T00:00:30.000Z').getTime(),
+    };
+    const justAfter = {
+      ...lagging,
+      now: new Date('2026-06-01T23:56:00.000Z'),
+      workflowTime: new Date('2026-06-02T00:01:00.000Z'),
+    };
+    expect(resolveCycleSettings(DEFAULTS, { continuation: nextDay }, justAfter).ok).toBe(true);
+    // A first run as of today by the workflow's clock is not "after today" on the lagging worker either.
+    expect(resolveCycleSettings(DEFAULTS, { asOf: '2026-06-02' }, justAfter).ok).toBe(true);
+  });
+
+  it('still refuses a continuation whose AsOf is after today by both clocks (typed by hand)', () => {
+    const lagging = { ...AT, workflowTime: new Date(NOW.getTime() + 60_000) };
+    const future = { ...good, settings: { ...settings, asOf: '2026-06-02T00:30:00.000Z', asOfDate: '2026-06-02' } };
+    expect(problemsOf({ continuation: future }, lagging).join('\n')).toContain('after today');
+  });
+
   it.each<[string, unknown, string]>([
     ['null', null, 'continuation: expected an object with settings, startedAtMs, counts, runs, busyOwnerIds, got null'],
     [
@@ -229,9 +275,9 @@ describe('resolveCycleSettings with a continuation', () => {
     ],
     ['an old cursor', { ...good, cursor: { expiresAt: '2026-05-08', id: 'x' } }, 'continuation: unknown field cursor'],
     [
-      'a retention of 0',
-      { ...good, settings: { ...settings, retentionDays: 0 } },
-      'continuation.settings.retentionDays=0: expected the configured retention, 90',
+      'a negative retention',
+      { ...good, settings: { ...settings, retentionDays: -1 } },
+      'continuation.settings.retentionDays=-1: expected a whole number from 0 to 36500',
     ],
     [
       'a future asOf',

@@ -219,3 +219,31 @@ test('a continuation typed into a new start (the Web UI) is refused at once: its
     expect(calls).toEqual([]);
   });
 });
+
+test('a rollout between two runs (retention, batch size, thresholds changed) does not fail the cycle: every run keeps the first run’s settings', async () => {
+  const pages = Array.from({ length: 6 }, (_, i) => owners(1 + 4 * i, 4));
+  const defaults = { ...STUB_DEFAULTS };
+  await withCycle(
+    cycle(),
+    {
+      pages,
+      defaults,
+      // The workers are redeployed with other settings while the first run reads its first page.
+      onPage: () => {
+        Object.assign(defaults, { retentionDays: 30, batchSize: 99, thresholdsDays: [60, 14, 3, 0] });
+      },
+    },
+    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 60 },
+    async ({ handle, calls, histories }) => {
+      const result = await handle.result();
+      expect((await histories()).length).toBeGreaterThan(1);
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', pages: 6, ownersProcessed: 24, thresholdsDays: [30, 7, 1, 0] }),
+      );
+      const pageCalls = callsOf(calls, 'findCandidatePage').map((c) => c.input as FindCandidatePageInput);
+      expect(new Set(pageCalls.map((p) => p.batchSize))).toEqual(new Set([8]));
+      expect(new Set(pageCalls.map((p) => p.window.retentionDays))).toEqual(new Set([STUB_DEFAULTS.retentionDays]));
+      expect(new Set(pageCalls.map((p) => p.window.thresholdsDays.join(',')))).toEqual(new Set(['30,7,1,0']));
+    },
+  );
+});

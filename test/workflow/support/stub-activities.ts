@@ -97,7 +97,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
   }
 
   const activities: Activities = {
-    resolveCycleSettings: (request: { input: unknown; jobRunId: string; defaultAsOf: string }) =>
+    resolveCycleSettings: (request: { input: unknown; jobRunId: string; defaultAsOf: string; workflowTime?: string }) =>
       logged('resolveCycleSettings', request, async () => {
         // The pure rules of the real activity, with the test server's clock as "now": time skipping
         // runs it ahead of this host's, and a continuation's start must not lie after "now".
