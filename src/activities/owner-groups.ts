@@ -8,12 +8,7 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import {
-  remindOwnersInTransaction,
-  selectQueuedBy,
-  type OwnerClaim,
-  type QueuedByEarlierAttempt,
-} from '../db/reminders';
+import { remindOwnersReadingBack, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -28,6 +23,11 @@ export interface RemindOwnersInput extends CandidateWindow {
    * one instead of failing the whole activity, so one broken owner never costs the others their reminder.
    */
   lastAttempt: number;
+  /**
+   * For owners retried after an activity found them busy: that activity's `queuedBy`. Its earlier attempt
+   * may have been the transaction that held them, and committed since; what it queued is counted here.
+   */
+  earlierQueuedBy?: Record<string, string[]>;
 }
 
 /** An owner left without its reminder in this cycle; the next cycle finds its documents again. */
@@ -42,6 +42,8 @@ export interface RemindOwnersResult {
   ownersNotified: number;
   /** Owners another transaction held; the workflow retries them later in the cycle. */
   busyOwnerIds: string[];
+  /** This activity's `queuedBy`, with busy owners: their retry reads back what this activity queued. */
+  busyQueuedBy?: string;
   remindersSent: number;
   markersInserted: number;
   skippedAlreadyMarked: number;
@@ -55,26 +57,35 @@ export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps,
   /**
    * Claims the owners in one transaction, then logs and counts what was won (after the commit). With
    * `readBack`, what an earlier attempt of this activity committed for these owners counts as won here
-   * too: that attempt's worker may have died before it reported, and the claim finds nothing left.
+   * too (that attempt's worker may have died before it reported, and the claim finds nothing left), and
+   * so does what the activity that found an owner busy queued ({@link RemindOwnersInput.earlierQueuedBy}).
+   * Both are read after the owner locks, in the claim's transaction (docs/DESIGN.md#owner-transaction).
    */
   async function remindInTransaction(
-    input: CandidateWindow & { asOf: string; jobRunId: string },
+    input: CandidateWindow & { asOf: string; jobRunId: string; earlierQueuedBy?: Record<string, string[]> },
     ownerUserIds: string[],
     queuedBy: string,
     readBack: boolean,
   ): Promise<OwnerClaim[]> {
+    const keysOf = (ownerUserId: string): string[] => {
+      const earlier = input.earlierQueuedBy?.[ownerUserId] ?? [];
+      return [...new Set([...(readBack ? [queuedBy] : []), ...earlier])];
+    };
     const claims = await withTransaction(pool, async (tx) => {
-      const earlier = readBack ? await selectQueuedBy(tx, ownerUserIds, queuedBy, input) : [];
-      const fresh = await remindOwnersInTransaction(tx, {
-        ownerUserIds,
-        asOfDate: input.asOfDate,
-        thresholdsDays: input.thresholdsDays,
-        retentionDays: input.retentionDays,
-        asOf: input.asOf,
-        jobRunId: input.jobRunId,
-        traceContext: currentTraceparent(),
-        queuedBy,
-      });
+      const { claims: fresh, earlier } = await remindOwnersReadingBack(
+        tx,
+        {
+          ownerUserIds,
+          asOfDate: input.asOfDate,
+          thresholdsDays: input.thresholdsDays,
+          retentionDays: input.retentionDays,
+          asOf: input.asOf,
+          jobRunId: input.jobRunId,
+          traceContext: currentTraceparent(),
+          queuedBy,
+        },
+        keysOf,
+      );
       return mergeEarlier(fresh, earlier);
     });
     for (const claim of claims) {
@@ -126,7 +137,7 @@ export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps,
       failed.push({ ownerUserId, error: outcome.error });
       if (outcome.unreachable) unreachable = outcome.error;
     }
-    return summarise(claims, failed);
+    return summarise(claims, failed, queuedBy);
   }
 
   async function claimAlone(
@@ -165,7 +176,7 @@ export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps,
     // crashed worker within seconds.
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
-      return summarise(await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), []);
+      return summarise(await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), [], queuedBy);
     } catch (err) {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(
@@ -212,7 +223,7 @@ function mergeEarlier(fresh: OwnerClaim[], earlier: QueuedByEarlierAttempt[]): O
   });
 }
 
-function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersResult {
+function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
   const result: RemindOwnersResult = {
     ownersProcessed: 0,
     ownersNotified: 0,
@@ -233,6 +244,7 @@ function summarise(claims: OwnerClaim[], failed: FailedOwner[]): RemindOwnersRes
     result.markersInserted += c.markersInserted;
     result.skippedAlreadyMarked += c.skippedAlreadyMarked;
   }
+  if (result.busyOwnerIds.length > 0) result.busyQueuedBy = queuedBy;
   return result;
 }
 

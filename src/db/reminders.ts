@@ -174,20 +174,40 @@ const REMIND_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
  * @returns one entry per distinct requested owner, in request order.
  */
 export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
+  return (await remindOwnersReadingBack(db, p, () => [])).claims;
+}
+
+/**
+ * {@link remindOwnersInTransaction}, and between the locks and the claim, what the `queuedBy` keys that
+ * `keysOf` names for each locked owner committed before ({@link selectQueuedBy}): an earlier attempt of the
+ * same activity, or the activity that found the owner busy. Read after the locks, so it sees every commit of
+ * a transaction that held the owner before (it held the lock until it committed), and before the claim, so
+ * it never sees what this claim inserts: each reminder is counted once.
+ */
+export async function remindOwnersReadingBack(
+  db: Queryable,
+  p: RemindOwnersParams,
+  keysOf: (ownerUserId: string) => readonly string[],
+): Promise<{ claims: OwnerClaim[]; earlier: QueuedByEarlierAttempt[] }> {
   const requested = [...new Set(p.ownerUserIds)];
   const locked = await lockOwners(db, requested);
+  const pairs = locked.flatMap((ownerUserId) => keysOf(ownerUserId).map((queuedBy) => ({ ownerUserId, queuedBy })));
+  const earlier = pairs.length > 0 ? await selectQueuedBy(db, pairs, p) : [];
   const claims = new Map((await remindLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
-  return requested.map(
-    (ownerUserId) =>
-      claims.get(ownerUserId) ?? {
-        ownerUserId,
-        busy: true,
-        due: 0,
-        markersInserted: 0,
-        skippedAlreadyMarked: 0,
-        won: [],
-      },
-  );
+  return {
+    claims: requested.map(
+      (ownerUserId) =>
+        claims.get(ownerUserId) ?? {
+          ownerUserId,
+          busy: true,
+          due: 0,
+          markersInserted: 0,
+          skippedAlreadyMarked: 0,
+          won: [],
+        },
+    ),
+    earlier,
+  };
 }
 
 /**
@@ -277,15 +297,14 @@ export interface QueuedByEarlierAttempt {
 }
 
 /**
- * The markers `queuedBy` committed for `ownerUserIds`, per owner: every marker counts as inserted, and a
- * document whose marker is at its current threshold as of `window` was sent (the event listed it). A
- * worker killed between its commit and its report leaves these for the retry to count, since the retry
- * itself finds nothing left to claim.
+ * The markers each `(ownerUserId, queuedBy)` pair committed, per owner: every marker counts as inserted, and
+ * a document whose marker is at its current threshold as of `window` was sent (the event listed it). A
+ * worker killed between its commit and its report, or a transaction still open when its retry found the
+ * owner busy, leaves these for a later claim to count, since that claim finds nothing left to send.
  */
-export async function selectQueuedBy(
+async function selectQueuedBy(
   db: Queryable,
-  ownerUserIds: readonly string[],
-  queuedBy: string,
+  pairs: readonly { ownerUserId: string; queuedBy: string }[],
   window: CandidateWindow,
 ): Promise<QueuedByEarlierAttempt[]> {
   const { rows } = await db.query<{ owner_user_id: string; inserted: number; won: WonDocument[] }>(
@@ -296,9 +315,10 @@ export async function selectQueuedBy(
                        'daysLeft', r.expires_at - $3::date) order by r.expires_at, r.document_id)
                      filter (where r.threshold_days = ${currentThresholdSql('r', '$3', '$4')}), '[]') as won
        from profile.document_expiry_reminders r
-      where r.owner_user_id = any($1::uuid[]) and r.queued_by = $2
+       join unnest($1::uuid[], $2::text[]) as k(owner_user_id, queued_by)
+         on r.owner_user_id = k.owner_user_id and r.queued_by = k.queued_by
       group by r.owner_user_id`,
-    [ownerUserIds, queuedBy, window.asOfDate, window.thresholdsDays],
+    [pairs.map((k) => k.ownerUserId), pairs.map((k) => k.queuedBy), window.asOfDate, window.thresholdsDays],
   );
   return rows.map((r) => ({ ownerUserId: r.owner_user_id, markersInserted: r.inserted, won: r.won }));
 }

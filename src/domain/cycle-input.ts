@@ -57,6 +57,12 @@ export function defaultAsOf(actionTime: Date | undefined, start: Date): Date {
 /** The longest retention a run may carry (the bound of `REMINDER_RETENTION_DAYS`). */
 const MAX_RETENTION_DAYS = 36_500;
 
+/**
+ * The `queuedBy` keys a cycle keeps per busy owner (the first ones: the activities whose earlier attempts
+ * may still hold it); a busy retry window of hours finds an owner busy no more often than this.
+ */
+export const MAX_QUEUED_BY_PER_OWNER = 32;
+
 /** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
 export const MAX_CARRIED_BUSY_OWNERS = 10_000;
 
@@ -197,6 +203,10 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
 
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
+/** Continuation fields that runs of older versions did not write. */
+const OPTIONAL_CONTINUATION_FIELDS = ['busyQueuedBy'];
+/** A `queuedBy` key: `<run id>/<activity id>` (or the workflow type for an activity outside a workflow). */
+const MAX_QUEUED_BY_LENGTH = 200;
 const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && f !== 'partitions')];
 /**
  * Settings a continuation may carry beside {@link SETTINGS_FIELDS}: `busyRetryWindowMs`, which the worker's
@@ -230,7 +240,7 @@ function exactFieldProblems(
  * prune deleted (docs/DESIGN.md#resolutions). What could, an AsOf after today, is refused.
  */
 function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date): string[] {
-  const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS);
+  const shape = exactFieldProblems('continuation', value, CONTINUATION_FIELDS, OPTIONAL_CONTINUATION_FIELDS);
   if (shape.length > 0) return shape;
   const c = value as Record<string, unknown>;
   const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, OPTIONAL_SETTINGS_FIELDS);
@@ -286,7 +296,29 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
       `continuation.busyOwnerIds: expected an array of at most ${MAX_CARRIED_BUSY_OWNERS} lower-case owner uuids`,
     );
   }
+  problems.push(...busyQueuedByProblems(c.busyQueuedBy, Array.isArray(busy) ? busy : []));
   return problems;
+}
+
+/** `busyQueuedBy`, when present: for owners of `busyOwnerIds` only, a few `queuedBy` keys each. */
+function busyQueuedByProblems(value: unknown, busyOwnerIds: unknown[]): string[] {
+  if (value === undefined) return [];
+  const ok =
+    isPlainObject(value) &&
+    Object.entries(value).every(
+      ([owner, keys]) =>
+        busyOwnerIds.includes(owner) &&
+        Array.isArray(keys) &&
+        keys.length >= 1 &&
+        keys.length <= MAX_QUEUED_BY_PER_OWNER &&
+        keys.every((k) => typeof k === 'string' && k.length > 0 && k.length <= MAX_QUEUED_BY_LENGTH),
+    );
+  return ok
+    ? []
+    : [
+        `continuation.busyQueuedBy: expected an object from owners of busyOwnerIds to 1 to ${MAX_QUEUED_BY_PER_OWNER} queuedBy keys ` +
+          `(strings of at most ${MAX_QUEUED_BY_LENGTH} characters)`,
+      ];
 }
 
 /**

@@ -90,6 +90,11 @@ export interface CycleContinuation {
   runs: number;
   /** Owners found busy and not yet retried. */
   busyOwnerIds: string[];
+  /**
+   * For busy owners, the `queuedBy` of each activity that found them busy, whose earlier attempt may have
+   * been the transaction holding them; their retry reads back what it queued. Absent in older runs.
+   */
+  busyQueuedBy?: Record<string, string[]>;
 }
 
 export type CycleStatus = 'completed' | 'time-limit' | 'cancelled';

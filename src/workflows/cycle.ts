@@ -372,7 +372,7 @@ function runState(
     state,
     counts,
     scheduledAt,
-    groups: new RemindOwnersInFlight(settings, jobRunId, counts, progress, state.busyOwnerIds),
+    groups: new RemindOwnersInFlight(settings, jobRunId, counts, progress, state.busyOwnerIds, state.busyQueuedBy),
     stopReason,
     cancelRequested,
     progress,
@@ -474,7 +474,14 @@ async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
     counts,
     runs: state.runs + 1,
     busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
+    ...busyQueuedByOf(groups, busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS)),
   });
+}
+
+/** The continuation's `busyQueuedBy` for the carried owners; nothing when none has a key (the older shape). */
+function busyQueuedByOf(groups: RemindOwnersInFlight, carried: string[]): Pick<CycleContinuation, 'busyQueuedBy'> {
+  const keys = groups.busyQueuedByOf(carried);
+  return Object.keys(keys).length > 0 ? { busyQueuedBy: keys } : {};
 }
 
 /** History a page may still add, `pagesAhead` times over: its own activity, and its owners' activities. */

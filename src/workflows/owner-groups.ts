@@ -6,6 +6,7 @@
 import { CancellationScope, log, proxyActivities, proxySinks, sleep, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities, RemindOwnersResult } from '../activities';
 import { ownerGroups, type CycleCounts, type CycleSettings, type CycleStatus } from '../domain/cycle';
+import { MAX_QUEUED_BY_PER_OWNER } from '../domain/cycle-input';
 import { describeFailure } from '../domain/failures';
 import type { CycleSinks } from './sinks';
 
@@ -68,6 +69,11 @@ export class RemindOwnersInFlight {
   private readonly activities: number;
   private busy: string[];
   /**
+   * For each busy owner, the `queuedBy` of every activity that found it busy: one of their earlier attempts
+   * may have been the transaction holding it, so its retry reads back what they queued.
+   */
+  private readonly busyQueuedBy = new Map<string, Set<string>>();
+  /**
    * Whether a group may run eagerly on the worker that schedules it (no trip through matching). A cycle that
    * scans alone keeps it (one box, about a fifth faster); a partition's groups go through matching, so
    * every worker polling the task queue takes a share (docs/DESIGN.md#partitions).
@@ -80,9 +86,21 @@ export class RemindOwnersInFlight {
     private readonly counts: CycleCounts,
     private readonly progress: () => void,
     carriedBusy: string[],
+    carriedBusyQueuedBy: Record<string, string[]> = {},
   ) {
     ({ size: this.size, activities: this.activities } = ownerGroups(settings));
     this.busy = [...carriedBusy];
+    for (const [owner, keys] of Object.entries(carriedBusyQueuedBy)) this.busyQueuedBy.set(owner, new Set(keys));
+  }
+
+  /** The `queuedBy` keys of the activities that found `ownerUserIds` busy, for a continuation to carry. */
+  busyQueuedByOf(ownerUserIds: string[]): Record<string, string[]> {
+    return Object.fromEntries(
+      ownerUserIds.flatMap((id) => {
+        const keys = this.busyQueuedBy.get(id);
+        return keys ? [[id, [...keys]]] : [];
+      }),
+    );
   }
 
   /**
@@ -158,6 +176,12 @@ export class RemindOwnersInFlight {
     this.progress();
   }
 
+  /** The `queuedBy` keys recorded for the owners of a retried group; undefined when there are none. */
+  private earlierQueuedBy(ownerUserIds: string[]): Record<string, string[]> | undefined {
+    const keys = this.busyQueuedByOf(ownerUserIds);
+    return Object.keys(keys).length > 0 ? keys : undefined;
+  }
+
   private start(ownerUserIds: string[], retry: boolean): Promise<void> {
     const { settings, jobRunId, counts } = this;
     const first = ownerUserIds[0];
@@ -165,6 +189,7 @@ export class RemindOwnersInFlight {
       ownerUserIds.length === 1
         ? `owner ${first}`
         : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
+    const earlier = retry ? this.earlierQueuedBy(ownerUserIds) : undefined;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
       remindOwners.executeWithOptions(
@@ -182,6 +207,7 @@ export class RemindOwnersInFlight {
             retentionDays: settings.retentionDays,
             jobRunId,
             lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
+            ...(earlier ? { earlierQueuedBy: earlier } : {}),
           },
         ],
       ),
@@ -191,6 +217,13 @@ export class RemindOwnersInFlight {
           tallyGroup(counts, r, jobRunId);
           if (!retry) counts.ownersBusy += r.busyOwnerIds.length;
           this.busy.push(...r.busyOwnerIds);
+          if (r.busyQueuedBy) {
+            for (const id of r.busyOwnerIds) {
+              const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
+              if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
+              this.busyQueuedBy.set(id, keys);
+            }
+          }
         },
         (err: unknown) => {
           counts.failedOwners += ownerUserIds.length;

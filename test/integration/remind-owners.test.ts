@@ -353,3 +353,88 @@ test("a retry after a worker died between its group's commit and its report coun
   );
   expect(other).toEqual(expect.objectContaining({ remindersSent: 0, ownersNotified: 0 }));
 });
+
+/**
+ * The activity's statements on a pool of one connection, with `before(n, text)` awaited before its n-th
+ * statement (from 0, BEGIN included): a barrier between any two statements of its transaction.
+ */
+function hookedActivities(before: (n: number, text: string) => Promise<void>) {
+  const pool = createPool({ connectionString: stack.db.workerUrl, max: 1 });
+  let n = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args) => {
+      const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text);
+      await before(n++, text);
+      return query(...args);
+    };
+  });
+  const hooked = createActivities({ pool, logger: pino({ level: 'silent' }), config: testConfig() });
+  return { activities: hooked, end: () => pool.end() };
+}
+
+/** The info of an attempt of group activity `activityId` of run `runId`: its `queuedBy` is `runId/activityId`. */
+const attemptOf = (attempt: number, activityId: string, runId = 'run-1') => ({
+  attempt,
+  activityId,
+  workflowExecution: { workflowId: 'interleavings', runId },
+});
+
+test.each([0, 1, 2, 3, 4, 5])(
+  'an earlier attempt holding the owner, committing before statement %i of its retry: the counts of the retry and of the busy retry equal the rows written',
+  async (gap) => {
+    const owner = crypto.randomUUID();
+    await insertDocuments(stack.db.admin, AS_OF_DATE, [
+      { ownerUserId: owner, daysLeft: 7 },
+      { ownerUserId: owner, daysLeft: 25 },
+    ]);
+    // Attempt 1 of activity group-1: its transaction holds the owner's lock, markers and event uncommitted
+    // (its heartbeat timed out, its transaction did not).
+    const first = await stack.db.worker.connect();
+    await first.query('begin');
+    await remindOwnersInTransaction(first, { ...input([owner]), ownerUserIds: [owner], queuedBy: 'run-1/group-1' });
+    let committed = false;
+    const commitFirst = async () => {
+      if (committed) return;
+      committed = true;
+      await first.query('commit');
+    };
+    const retry = hookedActivities(async (n) => {
+      if (n === gap) await commitFirst();
+    });
+    try {
+      const second: RemindOwnersResult = await new MockActivityEnvironment(attemptOf(2, 'group-1')).run(
+        retry.activities.remindOwners,
+        input([owner]),
+      );
+      await commitFirst();
+      let total: Pick<RemindOwnersResult, 'remindersSent' | 'ownersNotified'> = second;
+      if (second.busyOwnerIds.length > 0) {
+        // The cycle retries the busy owner later, in another activity, naming who found it busy.
+        expect(second.busyQueuedBy).toBe('run-1/group-1');
+        const busyRetry: RemindOwnersResult = await new MockActivityEnvironment(attemptOf(1, 'busy-retry-1')).run(
+          activities.remindOwners,
+          {
+            ...input([owner]),
+            earlierQueuedBy: { [owner]: [second.busyQueuedBy!] },
+          },
+        );
+        total = {
+          ...busyRetry,
+          remindersSent: second.remindersSent + busyRetry.remindersSent,
+          ownersNotified: second.ownersNotified + busyRetry.ownersNotified,
+        };
+      }
+      const rows = (await outbox(stack.db.admin)).filter((r) => r.aggregate_id === owner);
+      expect(rows).toHaveLength(1);
+      expect({ remindersSent: total.remindersSent, ownersNotified: total.ownersNotified }).toEqual({
+        remindersSent: rows[0].payload.documents.length,
+        ownersNotified: rows.length,
+      });
+    } finally {
+      await commitFirst().catch(() => undefined);
+      first.release();
+      await retry.end();
+    }
+  },
+);

@@ -255,6 +255,23 @@ describe('resolveCycleSettings with a continuation', () => {
     expect(resolveCycleSettings(DEFAULTS, { asOf: '2026-06-02' }, justAfter).ok).toBe(true);
   });
 
+  it('takes who found a busy owner busy (busyQueuedBy), for busy owners only, a few keys each', () => {
+    const owner = good.busyOwnerIds[0];
+    const carrying = { ...good, busyQueuedBy: { [owner]: ['0190f3a2-run/17'] } };
+    expect(resolveCycleSettings(DEFAULTS, { continuation: carrying }, AT).ok).toBe(true);
+    for (const busyQueuedBy of [
+      { '0190f3a2-7c1e-7abc-8000-00000000000b': ['x/1'] },
+      { [owner]: [] },
+      { [owner]: Array.from({ length: 33 }, (_, i) => `r/${i}`) },
+      { [owner]: ['x'.repeat(201)] },
+      ['x/1'],
+    ]) {
+      expect(problemsOf({ continuation: { ...good, busyQueuedBy } }).join('\n')).toContain(
+        'continuation.busyQueuedBy: expected an object from owners of busyOwnerIds',
+      );
+    }
+  });
+
   it('still refuses a continuation whose AsOf is after today by both clocks (typed by hand)', () => {
     const lagging = { ...AT, workflowTime: new Date(NOW.getTime() + 60_000) };
     const future = { ...good, settings: { ...settings, asOf: '2026-06-02T00:30:00.000Z', asOfDate: '2026-06-02' } };

@@ -14,6 +14,7 @@ import {
   withCycle,
   type HistoryEvent,
 } from './support/cycle-env';
+import type { RemindOwnersInput } from '../../src/activities';
 import { STUB_DEFAULTS, callsOf, groups, groupsByFirstOwner, ownerId, owners } from './support/stub-activities';
 
 const cycle = cycleEnvPerFile();
@@ -129,6 +130,37 @@ test('busy owners past what a continue-as-new carries are counted failed and log
         [expect.objectContaining({ carried: MAX_CARRIED_BUSY_OWNERS, notCarried: 2 })],
       );
       expect(lines.filter((l) => l.message === 'owner failed').map((l) => l.meta?.ownerUserId)).toEqual(notCarried);
+    },
+  );
+});
+
+test('a busy owner is retried naming the activity that found it busy, also across continue-as-new, so an earlier attempt that held it is counted', async () => {
+  // Owner 1 busy on page 1 and again in the first retry round; the run continues as new after page 2.
+  await withCycle(
+    cycle(),
+    {
+      pages: [owners(1, 4), owners(5, 4), owners(9, 4)],
+      owner: (id, n) => (id === ownerId(1) && n <= 2 ? 'busy' : 'sent'),
+    },
+    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 60 },
+    async ({ handle, calls, histories }) => {
+      expect(await handle.result()).toEqual(expect.objectContaining({ status: 'completed', ownersProcessed: 12 }));
+      const groupCalls = callsOf(calls, 'remindOwners');
+      const foundBusy = groupCalls.find((c) => (c.input as RemindOwnersInput).ownerUserIds.includes(ownerId(1)))!;
+      const retries = groupCalls.filter(
+        (c) => c !== foundBusy && (c.input as RemindOwnersInput).ownerUserIds.includes(ownerId(1)),
+      );
+      expect(retries).toHaveLength(2);
+      const keys = retries.map((c) => (c.input as RemindOwnersInput).earlierQueuedBy?.[ownerId(1)] ?? []);
+      // The first retry names the activity that found it busy; the second names both that found it busy.
+      expect(keys[0]).toHaveLength(1);
+      expect(keys[1]).toHaveLength(2);
+      expect(keys[1]).toContain(keys[0][0]);
+      expect(keys[0][0].startsWith(`${foundBusy.workflowRunId}/`)).toBe(true);
+      // Found busy in the first run, retried in the last: the continuation carried who found it busy.
+      const runs = await histories();
+      expect(runs.length).toBeGreaterThan(1);
+      expect(runInput(runs[1].events).continuation?.busyQueuedBy).toEqual({ [ownerId(1)]: keys[0] });
     },
   );
 });

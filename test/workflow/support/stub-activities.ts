@@ -139,7 +139,9 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         });
         // A sent owner is processed and notified, with one reminder and its marker.
         const sent = outcomes.filter((o) => o.outcome === 'sent').length;
+        const busy = outcomes.some((o) => o.outcome === 'busy');
         return {
+          ...(busy ? { busyQueuedBy: `${call.workflowRunId}/${Context.current().info.activityId}` } : {}),
           ownersProcessed: sent,
           ownersNotified: sent,
           remindersSent: sent,
