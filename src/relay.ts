@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     ? await startMetricsServer({
         registry: metrics.registry,
         port: config.metricsPort,
+        host: config.metricsHost,
         beforeScrape: backlogGauges.scrape,
       })
     : undefined;

@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       server = await startMetricsServer({
         registry: metrics.registry,
         port: config.metricsPort,
+        host: config.metricsHost,
         beforeScrape: backlog.scrape,
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
       });

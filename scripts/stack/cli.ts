@@ -17,12 +17,29 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startStack } from './index';
+import { KAFKA_CLIENT_VARIABLES, startStack } from './index';
 
 /** Pid file and logs of background stacks; STACK_STATE_DIR moves them (a test, beside a developer's stack). */
 const STATE_DIR =
   process.env.STACK_STATE_DIR ||
   path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'expiry-reminder', 'stack');
+/**
+ * Makes STATE_DIR the user's alone (0700) and every log and pid file in it 0600, those an older version left
+ * readable too: the logs name the stack's folders, users and ports, and the job's logs what it did.
+ */
+function privateStateDir(): void {
+  fs.mkdirSync(STATE_DIR, { recursive: true, mode: 0o700 });
+  fs.chmodSync(STATE_DIR, 0o700);
+  // Only what the stack writes there: STACK_STATE_DIR may name a folder that holds other things too.
+  for (const entry of fs.readdirSync(STATE_DIR, { withFileTypes: true })) {
+    const file = path.join(STATE_DIR, entry.name);
+    if (entry.isDirectory() && entry.name.startsWith('job-')) {
+      fs.chmodSync(file, 0o700);
+      for (const log of fs.readdirSync(file)) if (log.endsWith('.log')) fs.chmodSync(path.join(file, log), 0o600);
+    } else if (entry.isFile() && /^stack(-.*\.log|\.pid)$/.test(entry.name)) fs.chmodSync(file, 0o600);
+  }
+}
+
 /** The newest background stack, for `stop` when STACK_PID is not in the environment. */
 const PID_FILE = path.join(STATE_DIR, 'stack.pid');
 const READY = 'STACK_READY ';
@@ -45,12 +62,7 @@ const STACK_VARIABLES = [
   'TEMPORAL_TLS_CERT',
   'TEMPORAL_TLS_KEY',
   'TEMPORAL_TLS_CA',
-  'KAFKA_BROKERS',
-  'KAFKA_SSL',
-  'KAFKA_SSL_CA_PATH',
-  'KAFKA_SASL_MECHANISM',
-  'KAFKA_SASL_USERNAME',
-  'KAFKA_SASL_PASSWORD',
+  ...KAFKA_CLIENT_VARIABLES,
   'STACK_KAFKA_ADMIN_PASSWORD',
   'STACK_WORKER_METRICS_URLS',
   'STACK_RELAY_METRICS_URLS',
@@ -114,6 +126,7 @@ async function serve(mode: 'json' | 'foreground' | 'daemon', profile: Profile): 
       running.stop?.();
     });
   }
+  if (profile.job) privateStateDir();
   const stack = await startStack({
     production: profile.production,
     ...(profile.job ? { job: { workers: 2, relays: 2 }, jobLogDir: path.join(STATE_DIR, `job-${timestamp()}`) } : {}),
@@ -178,9 +191,9 @@ function alive(pid: number): boolean {
  * until the stack is ready, then prints the export lines and returns, leaving the stack running.
  */
 async function launchInBackground(profile: Profile): Promise<void> {
-  fs.mkdirSync(STATE_DIR, { recursive: true });
+  privateStateDir();
   const logFile = path.join(STATE_DIR, `stack-${timestamp()}.log`);
-  const logFd = fs.openSync(logFile, 'a');
+  const logFd = fs.openSync(logFile, 'a', 0o600);
   const child = spawn(
     process.execPath,
     [
@@ -218,7 +231,7 @@ async function launchInBackground(profile: Profile): Promise<void> {
         reject(new Error(`the stack exited before it was ready (${signal ?? `exit ${code}`}); log: ${logFile}`)),
       );
     });
-    fs.writeFileSync(PID_FILE, `${env.STACK_PID}\n`);
+    fs.writeFileSync(PID_FILE, `${env.STACK_PID}\n`, { mode: 0o600 });
     copyLog();
     process.stdout.write(exportLines(env));
     process.stderr.write(

@@ -15,7 +15,7 @@ import { stackDatabaseEnv } from './database';
 import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 import { startProductionTemporal } from './temporal-server';
-import { startJob, type JobOptions, type JobProcess, type RunningJob } from './job';
+import { startJob, type JobIdentities, type JobOptions, type JobProcess, type RunningJob } from './job';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -81,6 +81,48 @@ async function startOrAdoptKafka(
   });
   log(`Kafka broker on ${broker.brokers}`);
   return { broker, brokers: broker.brokers };
+}
+
+/**
+ * The relay's connection to Kafka: what the production profile's broker prints, and what the stack passes on
+ * to its relays from a cluster the caller named (KAFKA_BROKERS).
+ */
+export const KAFKA_CLIENT_VARIABLES = [
+  'KAFKA_BROKERS',
+  'KAFKA_SSL',
+  'KAFKA_SSL_CA_PATH',
+  'KAFKA_SASL_MECHANISM',
+  'KAFKA_SASL_USERNAME',
+  'KAFKA_SASL_PASSWORD',
+];
+
+/**
+ * What each of the job's processes is: a worker gets the worker role's database URL and the Temporal
+ * connection with the `worker` client certificate; a relay the relay role's database URL and its Kafka
+ * user. Nothing else of the stack's (the admin's URL, the other roles' passwords, other certificates).
+ */
+function jobIdentities(
+  databaseEnv: Record<string, string>,
+  temporalEnv: Record<string, string>,
+  secrets: StackSecrets,
+  broker: KafkaBroker | undefined,
+): JobIdentities {
+  const worker = secrets.cert('worker');
+  const adopted = Object.fromEntries(
+    KAFKA_CLIENT_VARIABLES.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+  ) as Record<string, string>;
+  return {
+    worker: {
+      DATABASE_URL: databaseEnv.DATABASE_URL,
+      TEMPORAL_ADDRESS: temporalEnv.TEMPORAL_ADDRESS,
+      TEMPORAL_NAMESPACE: temporalEnv.TEMPORAL_NAMESPACE,
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: secrets.caPath,
+      TEMPORAL_TLS_SERVER_NAME: temporalEnv.TEMPORAL_TLS_SERVER_NAME,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: worker.cert,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: worker.key,
+    },
+    relay: { RELAY_DATABASE_URL: databaseEnv.RELAY_DATABASE_URL, ...(broker ? broker.clientEnv('relay') : adopted) },
+  };
 }
 
 /** Temporal as the stack runs it: the dev server, or the production profile's server and UI. */
@@ -204,7 +246,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       if (!secrets) throw new Error('the stack runs the job (workers and relays) on the production profile only');
       job = await startJob({
         ...options.job,
-        env,
+        identities: jobIdentities(databaseEnv, running.env, secrets, broker),
         logDir: options.jobLogDir ?? path.join(secrets.dir, 'logs'),
         log,
       });

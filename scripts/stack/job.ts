@@ -1,8 +1,12 @@
 /**
  * The job itself on a stack: workers and relays as the operator runs them (`npm run worker`, `npm run relay`,
- * here `tsx src/worker.ts` and `tsx src/relay.ts`), each with the stack's variables and a metrics port of its
- * own, its log in a file. The production profile runs two of each, so that every run on it shares the task
- * queue between two pollers and the outbox between two relays, as a deployment does.
+ * here `tsx src/worker.ts` and `tsx src/relay.ts`), each with its own identity's variables and a metrics port
+ * of its own on loopback, its log in a file. The production profile runs two of each, so that every run on it
+ * shares the task queue between two pollers and the outbox between two relays, as a deployment does.
+ *
+ * Each process's environment is built from an allowlist, never from this process's minus some: what any
+ * program needs to run, the job's settings the caller set, and its own identity. A worker never sees the
+ * relay's or the admin's database password, a relay never sees a Temporal key (docs/DEPLOYMENT.md).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +14,39 @@ import path from 'node:path';
 import { freePort } from '../../src/observability/ports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+
+type Kind = 'worker' | 'relay';
+
+/** How a process runs, not who it is: passed on from the stack's environment when set. */
+const SYSTEM_VARIABLES = ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
+
+/** The settings of src/config each kind reads that name no identity and hold no secret. */
+const SETTINGS: Record<Kind, RegExp> = {
+  worker:
+    /^(REMINDER_[A-Z_]+|TEMPORAL_TASK_QUEUE|WORKFLOW_BUNDLE_PATH|BACKLOG_REFRESH_INTERVAL|DATABASE_(POOL_SIZE|STATEMENT_TIMEOUT|IDLE_IN_TRANSACTION_TIMEOUT|TCP_KEEPALIVE_IDLE)|OTEL_EXPORTER_OTLP_ENDPOINT|OTEL_SERVICE_NAME)$/,
+  relay:
+    /^(RELAY_(BATCH_SIZE|CONCURRENCY|POLL_INTERVAL|LINGER|SEND_TIMEOUT|MAX_BACKOFF|MAX_ATTEMPTS|CLEANUP_INTERVAL|BACKLOG_REFRESH_INTERVAL)|OUTBOX_RETENTION|KAFKA_(CLIENT_ID|TOPIC_PARTITIONS|TOPIC_REPLICATION_FACTOR)|DATABASE_(STATEMENT_TIMEOUT|IDLE_IN_TRANSACTION_TIMEOUT|TCP_KEEPALIVE_IDLE)|OTEL_EXPORTER_OTLP_ENDPOINT|OTEL_SERVICE_NAME)$/,
+};
+
+/**
+ * The environment of one job process: the allowed system variables and settings of `from`, then `identity`
+ * (its own connections and credentials), then the stack's fixed ones.
+ */
+export function jobEnvironment(
+  kind: Kind,
+  identity: Record<string, string>,
+  fixed: Record<string, string>,
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(from)) {
+    if (value !== undefined && (SYSTEM_VARIABLES.includes(name) || SETTINGS[kind].test(name))) env[name] = value;
+  }
+  return { ...env, ...identity, ...fixed };
+}
+
+/** Each kind's own variables: its database URL, and its Temporal client certificate or its Kafka user. */
+export type JobIdentities = Record<Kind, Record<string, string>>;
 
 /** How many of each the stack runs. */
 export interface JobOptions {
@@ -55,20 +92,24 @@ function lastLines(file: string, count = 5): string {
 }
 
 async function startOne(
-  kind: 'worker' | 'relay',
+  kind: Kind,
   index: number,
-  env: Record<string, string>,
+  identity: Record<string, string>,
   logDir: string,
   log: (line: string) => void,
 ): Promise<Child> {
   const name = `${kind}-${index}`;
   const port = await freePort();
   const logFile = path.join(logDir, `${name}.log`);
-  const out = fs.openSync(logFile, 'a');
+  const out = fs.openSync(logFile, 'a', 0o600);
   const child = spawn(process.execPath, [require.resolve('tsx/cli'), `src/${kind}.ts`], {
     cwd: ROOT,
     // At info, whatever the caller's LOG_LEVEL: the start is read from the log.
-    env: { ...process.env, ...env, METRICS_PORT: String(port), LOG_LEVEL: 'info' },
+    env: jobEnvironment(kind, identity, {
+      METRICS_PORT: String(port),
+      METRICS_HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    }),
     stdio: ['ignore', out, out],
   });
   fs.closeSync(out);
@@ -113,13 +154,13 @@ async function stopAll(children: Child[], graceMs: number): Promise<void> {
 }
 
 /**
- * Starts `workers` workers and `relays` relays against the stack of `env` and waits until each logged that it
- * serves; on a failure stops those already started and says which one failed, with the end of its log.
+ * Starts `workers` workers and `relays` relays, each with its kind's `identities`, and waits until each logged
+ * that it serves; on a failure stops those already started and says which one failed, with the end of its log.
  */
 export async function startJob(
-  options: JobOptions & { env: Record<string, string>; logDir: string; log: (line: string) => void },
+  options: JobOptions & { identities: JobIdentities; logDir: string; log: (line: string) => void },
 ): Promise<RunningJob> {
-  fs.mkdirSync(options.logDir, { recursive: true });
+  fs.mkdirSync(options.logDir, { recursive: true, mode: 0o700 });
   const kinds = [
     ...Array.from({ length: options.workers }, (_, i) => ['worker', i + 1] as const),
     ...Array.from({ length: options.relays }, (_, i) => ['relay', i + 1] as const),
@@ -127,7 +168,7 @@ export async function startJob(
   options.log(`starting ${options.workers} workers and ${options.relays} relays`);
   // All at once: each compiles the workflow bundle or connects on its own, and the two cores share that.
   const results = await Promise.allSettled(
-    kinds.map(([kind, index]) => startOne(kind, index, options.env, options.logDir, options.log)),
+    kinds.map(([kind, index]) => startOne(kind, index, options.identities[kind], options.logDir, options.log)),
   );
   const children = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

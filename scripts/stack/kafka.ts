@@ -4,7 +4,8 @@
  * (`ops/kafka/pom.xml`) and caches under `~/.cache/expiry-reminder`, outside the repository.
  *
  * In the production profile (`secrets` given) it runs `ops/kafka/production.properties`, the file compose
- * mounts: a SASL_SSL listener with SCRAM-SHA-512 users created at format time, TLS from the stack CA, and
+ * mounts: a SASL_SSL listener with SCRAM-SHA-512 users created at format time (their passwords passed in a
+ * file, never on a command line), TLS from the stack CA, and
  * the KRaft StandardAuthorizer with the ACLs of `ops/kafka/acls.sh`, set up with the broker's own tool.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -184,14 +185,23 @@ function productionBrokerEnv(
   };
 }
 
-/** `--add-scram` arguments of the storage tool: every user of {@link KAFKA_USERS}, with its password. */
-function scramUsers(secrets: StackSecrets): string[] {
+/**
+ * Writes the storage tool's `--add-scram` arguments (every user of {@link KAFKA_USERS}, with its password)
+ * to a file of its own (0600) in `dir` and returns `@<file>`: the tool reads arguments from a file named
+ * so (its parser's `@` prefix), which keeps the passwords out of its command line, readable by anyone on
+ * the host in `ps` and /proc/<pid>/cmdline. The caller deletes the file once the tool is done.
+ */
+function writeScramArguments(dir: string, secrets: StackSecrets): { argument: string; file: string } {
   const { kafkaBroker, kafkaRelay, kafkaTest } = secrets.passwords;
-  return [
+  const lines = [
     [KAFKA_USERS.broker, kafkaBroker],
     [KAFKA_USERS.relay, kafkaRelay],
     [KAFKA_USERS.admin, kafkaTest],
   ].flatMap(([name, password]) => ['--add-scram', `SCRAM-SHA-512=[name=${name},password=${password}]`]);
+  const file = path.join(dir, `scram-users-${crypto.randomBytes(6).toString('hex')}.args`);
+  // One argument per line; `wx`: never through a file or link that someone else put there.
+  fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
+  return { argument: `@${file}`, file };
 }
 
 function serverProperties(dataDir: string, port: number, controllerPort: number): string {
@@ -297,6 +307,8 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
     ports = { port, controllerPort };
     if (secrets) fs.writeFileSync(portsFile, JSON.stringify(ports));
     else fs.writeFileSync(propertiesFile, serverProperties(dataDir, port, controllerPort));
+    // SCRAM users must exist before the broker starts: it authenticates to itself as `broker`.
+    const scram = secrets ? writeScramArguments(dataDir, secrets) : undefined;
     // --standalone: a one-voter dynamic quorum (KIP-853), the form Kafka 4 documents for a single node.
     const format = await run(
       javaBinary(),
@@ -312,11 +324,12 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
         '--config',
         propertiesFile,
         '--standalone',
-        // SCRAM users must exist before the broker starts: it authenticates to itself as `broker`.
-        ...(secrets ? scramUsers(secrets) : []),
+        ...(scram ? [scram.argument] : []),
       ],
       secrets && productionBrokerEnv(secrets, dataDir, ports),
-    );
+    ).finally(() => {
+      if (scram) fs.rmSync(scram.file, { force: true });
+    });
     if (format.error || format.code !== 0) {
       if (createdDir) fs.rmSync(dataDir, { recursive: true, force: true });
       throw new Error(

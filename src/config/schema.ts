@@ -3,6 +3,7 @@
  * variable read here and nowhere else is the contract `scripts/check-compose.sh` checks the compose files against.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import { z } from 'zod';
 import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, MAX_PARTITIONS } from '../domain/cycle';
 import { TASK_QUEUE } from '../domain/names';
@@ -92,6 +93,13 @@ export const schema = z.object({
   RELAY_BACKLOG_REFRESH_INTERVAL: fromText(duration('30s')).default(30_000),
   BACKLOG_REFRESH_INTERVAL: fromText(duration('5m')).default(5 * 60_000),
   METRICS_PORT: fromText(wholeNumber(0, 65_535)).default(9464),
+  METRICS_HOST: z
+    .string()
+    .refine(
+      (host) => net.isIP(host) !== 0,
+      'expected the IP address to listen on: 127.0.0.1 (this host only) or 0.0.0.0 (every interface, e.g. in a container Prometheus scrapes)',
+    )
+    .default('127.0.0.1'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .string()
     .url('expected an OTLP/HTTP URL such as http://otel-collector:4318')

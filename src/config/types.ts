@@ -53,6 +53,8 @@ export interface Config {
   tracing: { otlpEndpoint?: string; serviceName?: string };
   /** Port of `/metrics`; 0 turns the endpoint off. */
   metricsPort: number;
+  /** Address `/metrics` listens on (METRICS_HOST): loopback unless a deployment opens it to its scraper. */
+  metricsHost: string;
   /** At most how often the worker counts the documents due (the backlog gauge); also after each cycle. */
   backlogRefreshIntervalMs: number;
   logLevel: string;

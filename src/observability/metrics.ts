@@ -147,7 +147,8 @@ export type RelayMetrics = ReturnType<typeof createRelayMetrics>;
 export interface MetricsServerOptions {
   registry: client.Registry;
   port: number;
-  host?: string;
+  /** The address to listen on (METRICS_HOST): no default, so that nothing opens it wider than asked. */
+  host: string;
   /** Refreshes gauges that are read from the database; failures keep the last value. */
   beforeScrape?: () => Promise<void>;
   /** A Prometheus text page to append (the Temporal SDK's own exporter). */
@@ -174,7 +175,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
+    server.listen(options.port, options.host, resolve);
   });
   return server;
 }

@@ -160,32 +160,56 @@ test('temporal-schema creates both Temporal stores with their schema over TLS, a
 
 const asRoot = process.getuid?.() === 0 ? test : test.skip;
 asRoot(
-  'certs runs ops/tls/make-certs.sh and leaves the postgres key its server user’s, every key 0600, the CA key root’s',
+  'certs runs ops/tls/make-certs.sh into its own volume, and gives each service’s volume the CA and that service’s own certificate and key only',
   () => {
     const dir = path.join(secrets.dir, 'compose-certs');
+    const issued = path.join(secrets.dir, 'compose-issued');
+    const volumes = (composeService('certs').volumes ?? []).flatMap((v) => /:\/issued\/([a-z]+)$/.exec(v)?.[1] ?? []);
+    expect(volumes).toEqual(['postgres', 'temporal', 'cli', 'ui', 'kafka', 'worker', 'client', 'ca']);
     fs.mkdirSync(dir);
+    for (const volume of volumes) fs.mkdirSync(path.join(issued, volume), { recursive: true });
     const script = composeScript('certs')
       .replace('/opt/expiry-reminder/make-certs.sh', productionFile('makeCerts'))
-      .replaceAll('/certs', dir);
-    execFileSync('bash', ['-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      .replaceAll('/certs', dir)
+      .replaceAll('/issued', issued);
+    const run = () => execFileSync('bash', ['-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    run();
     const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    const stat = (name: string) => {
-      const s = fs.statSync(path.join(dir, name));
+    const stat = (file: string) => {
+      const s = fs.statSync(file);
       return { uid: s.uid, mode: (s.mode & 0o777).toString(8) };
     };
-    expect(stat('postgres-key.pem')).toEqual({ uid: postgresUid, mode: '600' });
-    expect(stat('ca-key.pem')).toEqual({ uid: 0, mode: '600' });
-    for (const key of [
-      'temporal-key.pem',
-      'kafka-keystore.pem',
-      'worker-key.pem',
-      'relay-key.pem',
-      'ui-client-key.pem',
-    ]) {
-      expect([key, stat(key)]).toEqual([key, { uid: 1000, mode: '600' }]);
-    }
-    expect(stat('ca.pem')).toEqual({ uid: 1000, mode: '644' });
-    expect((fs.statSync(dir).mode & 0o777).toString(8)).toBe('755');
+    const contents = (volume: string) =>
+      Object.fromEntries(
+        fs
+          .readdirSync(path.join(issued, volume))
+          .sort()
+          .map((f) => [f, stat(path.join(issued, volume, f))]),
+      );
+    // The issuer's volume, with the CA's key, is root's alone.
+    expect(stat(dir)).toEqual({ uid: 0, mode: '700' });
+    expect(stat(path.join(dir, 'ca-key.pem'))).toEqual({ uid: 0, mode: '600' });
+    const cert = { uid: 1000, mode: '644' };
+    const key = { uid: 1000, mode: '600' };
+    expect(contents('postgres')).toEqual({
+      'ca.pem': { uid: postgresUid, mode: '644' },
+      'postgres-key.pem': { uid: postgresUid, mode: '600' },
+      'postgres.pem': { uid: postgresUid, mode: '644' },
+    });
+    expect(contents('worker')).toEqual({ 'ca.pem': cert, 'worker-key.pem': key, 'worker.pem': cert });
+    expect(contents('client')).toEqual({ 'ca.pem': cert, 'client-key.pem': key, 'client.pem': cert });
+    expect(contents('temporal')).toEqual({ 'ca.pem': cert, 'temporal-key.pem': key, 'temporal.pem': cert });
+    expect(contents('cli')).toEqual({ 'ca.pem': cert, 'cli-key.pem': key, 'cli.pem': cert });
+    expect(contents('ui')).toEqual({ 'ca.pem': cert, 'ui-client-key.pem': key, 'ui-client.pem': cert });
+    expect(contents('kafka')).toEqual({ 'ca.pem': cert, 'kafka-keystore.pem': key });
+    expect(contents('ca')).toEqual({ 'ca.pem': cert });
+    for (const volume of volumes) expect(stat(path.join(issued, volume)).mode).toBe('755');
+    // Run again (every `up`): the same certificates, and nothing else left in a service's volume.
+    const workerCert = fs.readFileSync(path.join(issued, 'worker', 'worker.pem'), 'utf8');
+    fs.writeFileSync(path.join(issued, 'worker', 'client-key.pem'), 'planted');
+    run();
+    expect(Object.keys(contents('worker'))).toEqual(['ca.pem', 'worker-key.pem', 'worker.pem']);
+    expect(fs.readFileSync(path.join(issued, 'worker', 'worker.pem'), 'utf8')).toBe(workerCert);
   },
 );
 

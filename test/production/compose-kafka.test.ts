@@ -5,6 +5,7 @@
  * stand in for the image's /opt/kafka/bin, and this machine's host, ports and folders for the containers'.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { javaBinary } from '../../scripts/stack/maven';
 import { productionFile } from '../../scripts/stack/production-files';
 import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
 import { composeEnv, composeHealthCommand, composeScript } from '../support/compose';
+import { watchCommandLines } from '../support/processes';
 
 jest.setTimeout(180_000);
 
@@ -29,7 +31,13 @@ let port: number;
 let logFile: string;
 let env: NodeJS.ProcessEnv;
 let broker: ChildProcess | undefined;
-const passwords = { broker: 'broker-pw', admin: 'admin-pw', relay: 'relay-pw' };
+const passwords = {
+  broker: `broker-${crypto.randomBytes(9).toString('base64url')}`,
+  admin: `admin-${crypto.randomBytes(9).toString('base64url')}`,
+  relay: `relay-${crypto.randomBytes(9).toString('base64url')}`,
+};
+/** Command lines seen while the service formatted its storage and started, each with a pid that had it. */
+let seen = new Map<string, number>();
 
 /** `script` with the image's tools, the mounted files and the broker's address of this machine. */
 function onThisMachine(script: string): string {
@@ -133,7 +141,12 @@ beforeAll(async () => {
     BROKER_ADMIN_PASSWORD: passwords.admin,
     RELAY_SCRAM_PASSWORD: passwords.relay,
   };
-  await startBroker();
+  const stopWatching = watchCommandLines();
+  try {
+    await startBroker();
+  } finally {
+    seen = stopWatching();
+  }
 }, 900_000);
 
 afterAll(async () => {
@@ -145,6 +158,16 @@ test('the kafka service formats its storage with the SCRAM users and passes its 
   expect(composeEnv('kafka')).toMatchObject({ BROKER_DATA_DIR: '/var/lib/kafka/data', BROKER_TLS_DIR: '/certs' });
   expect(fs.existsSync(path.join(env.BROKER_DATA_DIR!, 'meta.properties'))).toBe(true);
   await expect(relayWrites(TOPIC, 'not-the-password')).rejects.toThrow(/SASL|authentication/i);
+});
+
+test('no command line holds a SCRAM password while the service formats its storage, and the broker keeps its own only', () => {
+  const leaks = [...seen].filter(([line]) => Object.values(passwords).some((password) => line.includes(password)));
+  expect(leaks).toEqual([]);
+  expect([...seen.keys()].some((line) => line.includes('kafka.tools.StorageTool format'))).toBe(true);
+  const environ = fs.readFileSync(`/proc/${broker!.pid}/environ`, 'utf8');
+  expect(environ).toContain(`BROKER_SCRAM_PASSWORD=${passwords.broker}`);
+  expect(environ).not.toContain(passwords.admin);
+  expect(environ).not.toContain(passwords.relay);
 });
 
 test('after kafka-acls the relay may create and write the job’s topic and no other', async () => {

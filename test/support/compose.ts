@@ -10,6 +10,7 @@ const COMPOSE_FILE = path.resolve(__dirname, '../../docker-compose.yml');
 
 export interface ComposeService {
   entrypoint?: string[];
+  volumes?: string[];
   environment?: Record<string, string | number>;
   healthcheck?: { test?: string[] | string };
 }
