@@ -155,6 +155,11 @@ export const PAGE_PLAN_BEGIN = [
   'SET LOCAL enable_seqscan = off',
 ].join('; ');
 
+/** Runs `fn` on a pool in a read-only transaction with {@link PAGE_PLAN_BEGIN}; on a client, in its session. */
+function inPagePlan<T>(db: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  return db instanceof pg.Pool ? withTransaction(db, fn, PAGE_PLAN_BEGIN) : fn(db);
+}
+
 /** The page statement's parameters for one id slice. */
 function candidatePageParams(
   window: CandidateWindow,
@@ -205,8 +210,7 @@ export async function selectCandidatePage(
   const pages = await Promise.all(
     subRanges(range, slices).map(async ([from, until]) => {
       const params = candidatePageParams(window, bounds, after, limit, from, until);
-      const run = (q: Queryable) => q.query<CandidateRow>(CANDIDATE_PAGE_SQL, params);
-      const { rows } = db instanceof pg.Pool ? await withTransaction(db, run, PAGE_PLAN_BEGIN) : await run(db);
+      const { rows } = await inPagePlan(db, (q) => q.query<CandidateRow>(CANDIDATE_PAGE_SQL, params));
       return rows;
     }),
   );
@@ -267,9 +271,9 @@ export async function countDueDocumentsUpTo(
   const counts = await Promise.all(
     idRanges(slices).map(async ([from, until]) => {
       const params = candidatePageParams(window, bounds, after, cap, from, until);
-      const run = (q: Queryable) =>
-        q.query<{ n: number }>(`select count(*)::int as n from (${CANDIDATE_PAGE_SQL}) page`, params);
-      const { rows } = db instanceof pg.Pool ? await withTransaction(db, run, PAGE_PLAN_BEGIN) : await run(db);
+      const { rows } = await inPagePlan(db, (q) =>
+        q.query<{ n: number }>(`select count(*)::int as n from (${CANDIDATE_PAGE_SQL}) page`, params),
+      );
       return rows[0].n;
     }),
   );

@@ -115,6 +115,11 @@ export interface CycleResult extends CycleCounts {
   partitions?: number;
 }
 
+/** Adds `add`'s counts to `into` (a partition's to its cycle's, a running partition's to a progress line). */
+export function addCounts(into: CycleCounts, add: CycleCounts): void {
+  for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) into[key] += add[key];
+}
+
 /** One partition of a cycle's scan: the `index`-th (from 0) of `count` id ranges. */
 export interface PartitionRef {
   index: number;

@@ -3,7 +3,7 @@
  * `progress` query (never the database). stdout keeps only the JSON result.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import { ZERO_COUNTS, type CycleCounts, type CycleResult } from '../domain/cycle';
+import { ZERO_COUNTS, addCounts, type CycleCounts, type CycleResult } from '../domain/cycle';
 import { cycleProgressQuery, formatProgress, type CycleProgress } from '../domain/progress';
 
 /** One running partition's progress, as `cycle status` lists it under its cycle. */
@@ -24,14 +24,13 @@ export async function cycleProgress(
   const running = await Promise.all(
     progress.partitionsRunning.map(async (workflowId) => {
       const p = await handle.client.getHandle(workflowId).query(cycleProgressQuery);
-      const counts = Object.fromEntries(Object.keys(ZERO_COUNTS).map((k) => [k, p[k as keyof CycleCounts]]));
-      return { workflowId, runs: p.runs, ...(counts as unknown as CycleCounts) };
+      const counts = { ...ZERO_COUNTS };
+      addCounts(counts, p);
+      return { workflowId, runs: p.runs, ...counts };
     }),
   );
   const total = { ...progress };
-  for (const p of running) {
-    for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) total[key] += p[key];
-  }
+  for (const p of running) addCounts(total, p);
   return { ...total, running };
 }
 

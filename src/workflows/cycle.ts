@@ -27,6 +27,7 @@ import {
 import type { Activities, CandidatePage, PartitionPlan } from '../activities';
 import {
   ZERO_COUNTS,
+  addCounts,
   ownerGroups,
   type CycleContinuation,
   type CycleCounts,
@@ -132,11 +133,14 @@ async function scanAlone(run: CycleRun): Promise<[CycleStatus, number]> {
 }
 
 /**
- * The day's partition count: the input's, else the plan's from the due count. Nothing due is a plan too:
- * the cycle then skips the scan (the count read the same documents the scan would).
+ * The day's partition count: the input's (no count, then), else the plan's from the due count. Nothing due is
+ * a plan too: the cycle then skips the scan (the count read the same documents the scan would).
  */
-async function planDay({ settings, jobRunId }: CycleRun): Promise<Pick<PartitionPlan, 'due' | 'partitions'>> {
-  if (settings.partitions !== undefined) return { due: Number.NaN, partitions: settings.partitions };
+async function planDay({
+  settings,
+  jobRunId,
+}: CycleRun): Promise<Pick<PartitionPlan, 'partitions'> & { due?: number }> {
+  if (settings.partitions !== undefined) return { partitions: settings.partitions };
   const plan = await CancellationScope.nonCancellable(() =>
     planPartitions({ window: candidateWindow(settings), jobRunId }),
   );
@@ -191,14 +195,15 @@ async function runPartitions(run: CycleRun, count: number): Promise<CycleResult>
             addCounts(counts, r.counts);
             statuses.push(r.status);
             firstRunIds.push(r.firstRunId);
-            run.partitionsDone += 1;
-            run.progress();
           },
           (err: unknown) => {
             failures.push(`partition ${index + 1} of ${count} (${ids[index]}): ${describeFailure(err)}`);
           },
         )
-        .finally(() => run.partitionsRunning.delete(ids[index])),
+        .finally(() => {
+          run.partitionsRunning.delete(ids[index]);
+          run.progress();
+        }),
     ),
   );
   if (failures.length > 0) {
@@ -210,10 +215,6 @@ async function runPartitions(run: CycleRun, count: number): Promise<CycleResult>
   const status = worstStatus(statuses);
   const pruned = status === 'cancelled' ? 0 : await prune(run, firstRunIds);
   return finishCycle(run, status, pruned);
-}
-
-function addCounts(into: CycleCounts, add: CycleCounts): void {
-  for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) into[key] += add[key] ?? 0;
 }
 
 /** Cancelled over time-limit over completed: the cycle's status is its least finished partition's. */
@@ -258,9 +259,8 @@ interface CycleRun {
   progress: () => void;
   /** The id range this run scans, when it is one partition of a cycle. */
   partition?: PartitionRef;
-  /** The partitions the cycle runs its day in, and how many have ended (a partitioned cycle's own run). */
+  /** The partitions the cycle runs its day in (a partitioned cycle's own run). */
   partitions?: number;
-  partitionsDone: number;
   /** The partitions still running, by workflow id: the progress query names them (their counts are theirs). */
   partitionsRunning: Set<string>;
   /** Hands the cycle (or the partition) over to its next run. */
@@ -376,7 +376,6 @@ function runState(
     stopReason,
     cancelRequested,
     progress,
-    partitionsDone: 0,
     partitionsRunning: new Set(),
     continueAs,
   };
@@ -468,20 +467,17 @@ async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
   if (drained) return drained;
   const busyOwnerIds = groups.takeBusy();
   groups.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
+  const carried = busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS);
+  const busyQueuedBy = groups.busyQueuedByOf(carried);
   return run.continueAs({
     settings,
     startedAtMs: state.startedAtMs,
     counts,
     runs: state.runs + 1,
-    busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
-    ...busyQueuedByOf(groups, busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS)),
+    busyOwnerIds: carried,
+    // Absent when no carried owner has a key: the continuation keeps the older shape.
+    ...(busyQueuedBy ? { busyQueuedBy } : {}),
   });
-}
-
-/** The continuation's `busyQueuedBy` for the carried owners; nothing when none has a key (the older shape). */
-function busyQueuedByOf(groups: RemindOwnersInFlight, carried: string[]): Pick<CycleContinuation, 'busyQueuedBy'> {
-  const keys = groups.busyQueuedByOf(carried);
-  return Object.keys(keys).length > 0 ? { busyQueuedBy: keys } : {};
 }
 
 /** History a page may still add, `pagesAhead` times over: its own activity, and its owners' activities. */
@@ -596,14 +592,14 @@ function progressLine({
   scheduledAt,
   partition,
   partitions,
-  partitionsDone,
+  partitionsRunning,
 }: CycleRun): string {
   // A backfilled day runs as of today; the Web UI shows both, so an operator sees which day it stood for.
   const scheduled = scheduledAt ? ` (scheduled ${scheduledAt.toISOString().slice(0, 10)})` : '';
   const split = partition
     ? ` · partition ${partition.index + 1} of ${partition.count}`
     : partitions
-      ? ` · partitions ${partitionsDone} of ${partitions} done (the counts are theirs)`
+      ? ` · partitions ${partitions - partitionsRunning.size} of ${partitions} done (the counts are theirs)`
       : '';
   return (
     `AsOf ${settings.asOfDate}${scheduled}${split} · thresholds ${settings.thresholdsDays.join(', ')} · page ${counts.pages} · ` +

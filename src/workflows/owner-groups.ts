@@ -93,14 +93,16 @@ export class RemindOwnersInFlight {
     for (const [owner, keys] of Object.entries(carriedBusyQueuedBy)) this.busyQueuedBy.set(owner, new Set(keys));
   }
 
-  /** The `queuedBy` keys of the activities that found `ownerUserIds` busy, for a continuation to carry. */
-  busyQueuedByOf(ownerUserIds: string[]): Record<string, string[]> {
-    return Object.fromEntries(
-      ownerUserIds.flatMap((id) => {
-        const keys = this.busyQueuedBy.get(id);
-        return keys ? [[id, [...keys]]] : [];
-      }),
-    );
+  /**
+   * The `queuedBy` keys of the activities that found `ownerUserIds` busy (for a retry, or a continuation to
+   * carry); undefined when none of them has one.
+   */
+  busyQueuedByOf(ownerUserIds: string[]): Record<string, string[]> | undefined {
+    const entries = ownerUserIds.flatMap((id) => {
+      const keys = this.busyQueuedBy.get(id);
+      return keys ? [[id, [...keys]] as [string, string[]]] : [];
+    });
+    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
   }
 
   /**
@@ -176,12 +178,6 @@ export class RemindOwnersInFlight {
     this.progress();
   }
 
-  /** The `queuedBy` keys recorded for the owners of a retried group; undefined when there are none. */
-  private earlierQueuedBy(ownerUserIds: string[]): Record<string, string[]> | undefined {
-    const keys = this.busyQueuedByOf(ownerUserIds);
-    return Object.keys(keys).length > 0 ? keys : undefined;
-  }
-
   private start(ownerUserIds: string[], retry: boolean): Promise<void> {
     const { settings, jobRunId, counts } = this;
     const first = ownerUserIds[0];
@@ -189,7 +185,7 @@ export class RemindOwnersInFlight {
       ownerUserIds.length === 1
         ? `owner ${first}`
         : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
-    const earlier = retry ? this.earlierQueuedBy(ownerUserIds) : undefined;
+    const earlier = retry ? this.busyQueuedByOf(ownerUserIds) : undefined;
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
       remindOwners.executeWithOptions(
