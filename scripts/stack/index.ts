@@ -89,6 +89,8 @@ interface RunningTemporal {
   uiUrl?: string;
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL and, in production, the TLS files. */
   env: Record<string, string>;
+  /** In production, what the job's workers set over `env`: their own certificate. */
+  workerEnv?: Record<string, string>;
   restart(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -205,6 +207,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       job = await startJob({
         ...options.job,
         env,
+        workerEnv: running.workerEnv,
         logDir: options.jobLogDir ?? path.join(secrets.dir, 'logs'),
         log,
       });

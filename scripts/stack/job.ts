@@ -117,7 +117,13 @@ async function stopAll(children: Child[], graceMs: number): Promise<void> {
  * serves; on a failure stops those already started and says which one failed, with the end of its log.
  */
 export async function startJob(
-  options: JobOptions & { env: Record<string, string>; logDir: string; log: (line: string) => void },
+  options: JobOptions & {
+    env: Record<string, string>;
+    /** Set over `env` for the workers only (their Temporal identity). */
+    workerEnv?: Record<string, string>;
+    logDir: string;
+    log: (line: string) => void;
+  },
 ): Promise<RunningJob> {
   fs.mkdirSync(options.logDir, { recursive: true });
   const kinds = [
@@ -127,7 +133,15 @@ export async function startJob(
   options.log(`starting ${options.workers} workers and ${options.relays} relays`);
   // All at once: each compiles the workflow bundle or connects on its own, and the two cores share that.
   const results = await Promise.allSettled(
-    kinds.map(([kind, index]) => startOne(kind, index, options.env, options.logDir, options.log)),
+    kinds.map(([kind, index]) =>
+      startOne(
+        kind,
+        index,
+        kind === 'worker' ? { ...options.env, ...options.workerEnv } : options.env,
+        options.logDir,
+        options.log,
+      ),
+    ),
   );
   const children = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
