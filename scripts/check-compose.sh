@@ -5,7 +5,7 @@
 # 2. compose-go (when Go is on PATH)  the same file through the loader of Docker Compose v2, with its
 #                                     JSON Schema (github.com/compose-spec/compose-go, built once into
 #                                     ~/.cache/expiry-reminder)
-# 3. the Dockerfile it builds         BuildKit's parser and instruction linter (github.com/moby/buildkit,
+# 3. the Dockerfiles it builds        BuildKit's parser and instruction linter (github.com/moby/buildkit,
 #                                     when Go is on PATH, built once likewise): no engine is needed
 # 4. consistency with the project:
 #    - every variable given to the app's services is one src/config reads, or one of the standard
@@ -125,7 +125,7 @@ else
   echo "  SKIPPED: go not on PATH"
 fi
 
-echo "== Dockerfile: BuildKit $buildkit_version parser and linter (what docker build --check runs)"
+echo "== Dockerfiles: BuildKit $buildkit_version parser and linter (what docker build --check runs)"
 if command -v go >/dev/null 2>&1; then
   tool="$(go_tool "buildkit-$buildkit_version" "github.com/moby/buildkit@$buildkit_version" "$(cat <<'GO'
 // Parses a Dockerfile with BuildKit's own parser and runs its instruction linter; any warning fails.
@@ -176,7 +176,10 @@ func main() {
 }
 GO
 )")"
-  "$tool" Dockerfile
+  for dockerfile in Dockerfile ops/temporal/server/Dockerfile; do
+    echo "  $dockerfile"
+    "$tool" "$dockerfile"
+  done
 else
   echo "  SKIPPED: go not on PATH"
 fi
@@ -213,7 +216,11 @@ def env_of(svc):
         env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
     return env
 
-app_services = {name: svc for name, svc in services.items() if "build" in svc}
+def build_context(svc):
+    build = svc.get("build")
+    return build.get("context") if isinstance(build, dict) else build
+# The app image is the repository's Dockerfile; the Temporal server's image is built from ops/temporal/server.
+app_services = {name: svc for name, svc in services.items() if build_context(svc) is not None and os.path.relpath(os.path.abspath(build_context(svc))) == "."}
 for name, svc in sorted(app_services.items()):
     for var in sorted(env_of(svc)):
         if var not in known_vars:
@@ -305,9 +312,10 @@ for name, svc in services.items():
             mounted[rel].append((name, target))
             if targets.setdefault(target, rel) != rel:
                 problems.append(f"{name}: mounts {rel} at {target}, where another service mounts {targets[target]}")
-            # Found by its folder: the Temporal server and UI load <--config dir>/config.yaml, and acls.sh
+            # Found by its folder: the Temporal server and UI load <--config dir>/config.yaml (the server its
+            # identities.yaml there too), and acls.sh
             # reads admin-client.properties next to itself. Every other file is named by its path.
-            by_folder = os.path.basename(rel) in ("config.yaml", "admin-client.properties")
+            by_folder = os.path.basename(rel) in ("config.yaml", "identities.yaml", "admin-client.properties")
             if target not in text_of(svc) and not (by_folder and os.path.dirname(target) in text_of(svc)):
                 problems.append(f"{name}: mounts {rel} at {target} but does not name it in its command, environment or health check")
         elif os.path.dirname(rel) in shared_dirs:

@@ -21,15 +21,19 @@ import {
   unpauseSchedule,
 } from './operations/schedule';
 import { backfillSchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from './operations/schedule-runs';
-import { connectTemporal, temporalConnectionOptions } from './temporal/connection';
+import { connectTemporal, temporalConnectionOptions, withTemporalPermission } from './temporal/connection';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';
 import type { CycleWorkflow } from './workflows';
 
 /** Opens a client, runs `fn`, and always closes the connection. */
 async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
-  const connection = await connectTemporal(temporalConnectionOptions(config), (options) => Connection.connect(options));
+  const temporalOptions = temporalConnectionOptions(config);
+  const connection = await connectTemporal(temporalOptions, (options) => Connection.connect(options));
   try {
-    return await fn(new Client({ connection, namespace: config.temporal.namespace }));
+    const { namespace } = config.temporal;
+    return await withTemporalPermission(temporalOptions, 'client', namespace, () =>
+      fn(new Client({ connection, namespace })),
+    );
   } finally {
     await connection.close();
   }

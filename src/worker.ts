@@ -14,7 +14,7 @@ import { createWorkerMetrics, startMetricsServer } from './observability/metrics
 import { freePort } from './observability/ports';
 import { createTracing } from './observability/tracing';
 import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
-import { connectTemporal, temporalConnectionOptions } from './temporal/connection';
+import { connectTemporal, temporalConnectionOptions, withTemporalPermission } from './temporal/connection';
 import { createWorker, installRuntime } from './temporal/worker';
 import { workflowBundlePath } from './temporal/workflow-bundle';
 
@@ -65,20 +65,23 @@ async function main(): Promise<void> {
         `The database schema is not what this worker needs (run npm run migrate):\n${schemaProblems.map((p) => `  - ${p}`).join('\n')}`,
       );
     }
-    connection = await connectTemporal(temporalConnectionOptions(config), (options) =>
-      NativeConnection.connect(options),
-    );
+    const temporalOptions = temporalConnectionOptions(config);
+    const conn = await connectTemporal(temporalOptions, (options) => NativeConnection.connect(options));
+    connection = conn;
     const bundlePath = workflowBundlePath(config.workflowBundlePath);
-    worker = await createWorker({
-      config,
-      connection,
-      pool,
-      logger,
-      metrics,
-      tracing,
-      workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
-      onCycleEnded: config.metricsPort ? () => void backlog.now() : undefined,
-    });
+    // Creating the worker describes its namespace: the first call the server may refuse this identity.
+    worker = await withTemporalPermission(temporalOptions, 'worker', config.temporal.namespace, () =>
+      createWorker({
+        config,
+        connection: conn,
+        pool,
+        logger,
+        metrics,
+        tracing,
+        workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
+        onCycleEnded: config.metricsPort ? () => void backlog.now() : undefined,
+      }),
+    );
     logger.info(
       {
         taskQueue: config.temporal.taskQueue,

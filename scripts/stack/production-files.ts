@@ -15,6 +15,8 @@ export const PRODUCTION_CONFIG_FILES = {
   postgresHba: 'ops/postgres/pg_hba.conf',
   temporalConfig: 'ops/temporal/config.yaml',
   temporalDynamicConfig: 'ops/temporal/dynamicconfig.yaml',
+  /** Read by the server from the folder of its config.yaml. */
+  temporalIdentities: 'ops/temporal/identities.yaml',
   temporalUiConfig: 'ops/temporal-ui/config.yaml',
   kafkaProperties: 'ops/kafka/production.properties',
   kafkaAcls: 'ops/kafka/acls.sh',

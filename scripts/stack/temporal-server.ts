@@ -24,6 +24,8 @@ export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 export const TEMPORAL_UI_VERSION = 'v2.54.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
+/** The Go module of the profile's server program (a `main` around the server's library). */
+export const SERVER_SOURCE = path.resolve(__dirname, '..', '..', 'ops', 'temporal', 'server');
 
 /** Passed as `--config` with `--env config`: the server and the UI load `<dir>/config.yaml`. */
 export const TEMPORAL_CONFIG_DIR = path.dirname(productionFile('temporalConfig'));
@@ -59,14 +61,20 @@ function goEnv(name: string): string {
   return res.stdout.trim().split(path.delimiter)[0];
 }
 
-/** `go install pkg` into `gobin`, printing a line every 30 s so a first run does not look hung. */
-async function goInstall(pkg: string, gobin: string, log: Log): Promise<void> {
+/** Runs `go <args>` (in `cwd`), printing a line every 30 s so a first build does not look hung. */
+async function goBuild(
+  what: string,
+  args: string[],
+  options: { cwd?: string; gobin?: string },
+  log: Log,
+): Promise<void> {
   // Says "install Go" rather than "spawn go ENOENT" on a machine without it.
   goEnv('GOVERSION');
   const started = Date.now();
-  log(`building ${pkg} with go install (first run only; minutes on a small machine)`);
-  const child = spawn('go', ['install', pkg], {
-    env: { ...process.env, GOBIN: gobin },
+  log(`building ${what} with go ${args[0]} (first run only; minutes on a small machine)`);
+  const child = spawn('go', args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...(options.gobin ? { GOBIN: options.gobin } : {}) },
     // stdout belongs to the caller (`npm run stack` prints only export lines there).
     stdio: ['ignore', process.stderr, 'pipe'],
   });
@@ -76,7 +84,7 @@ async function goInstall(pkg: string, gobin: string, log: Log): Promise<void> {
     process.stderr.write(chunk);
   });
   const ticker = setInterval(
-    () => log(`  still building ${pkg} (${Math.round((Date.now() - started) / 1000)} s)`),
+    () => log(`  still building ${what} (${Math.round((Date.now() - started) / 1000)} s)`),
     30_000,
   );
   try {
@@ -85,12 +93,42 @@ async function goInstall(pkg: string, gobin: string, log: Log): Promise<void> {
       child.once('exit', resolve);
     });
     if (code !== 0) {
-      throw new Error(`go install ${pkg} failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join(' | ')}`);
+      throw new Error(
+        `go ${args[0]} ${what} failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join(' | ')}`,
+      );
     }
   } finally {
     clearInterval(ticker);
   }
-  log(`built ${pkg} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  log(`built ${what} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** `go install pkg` into `gobin`. */
+const goInstall = (pkg: string, gobin: string, log: Log) => goBuild(pkg, ['install', pkg], { gobin }, log);
+
+/**
+ * The profile's own server program (`ops/temporal/server`: the server of {@link TEMPORAL_SERVER_VERSION} with
+ * an authorizer that reads `ops/temporal/identities.yaml`), built into `dir` under a name that changes with
+ * its source, so an edit rebuilds it and an unchanged one is reused.
+ */
+async function findOrBuildAuthorizingServer(dir: string, log: Log): Promise<string> {
+  const hash = crypto.createHash('sha256');
+  const walk = (folder: string) => {
+    for (const entry of fs.readdirSync(folder, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const file = path.join(folder, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (/\.go$|^go\.(mod|sum)$/.test(entry.name))
+        hash.update(`${path.relative(SERVER_SOURCE, file)}\0`).update(fs.readFileSync(file));
+    }
+  };
+  walk(SERVER_SOURCE);
+  const binary = path.join(dir, `server-authz-${hash.digest('hex').slice(0, 12)}`);
+  if (isFile(binary)) return binary;
+  // Built aside and renamed into place, so a second stack starting meanwhile never runs half a binary.
+  const staging = `${binary}.${process.pid}`;
+  await goBuild('ops/temporal/server', ['build', '-buildvcs=false', '-o', staging, '.'], { cwd: SERVER_SOURCE }, log);
+  fs.renameSync(staging, binary);
+  return binary;
 }
 
 const isFile = (file: string) => fs.existsSync(file) && fs.statSync(file).isFile();
@@ -107,20 +145,20 @@ function copyWritable(from: string, to: string): void {
 }
 
 /**
- * The server and SQL tool binaries and the PostgreSQL schema, built (and cached under
- * `cacheDir('temporal-server-1.29.1')`) on first use.
+ * The server (the profile's own program around the server library: `ops/temporal/server`) and SQL tool
+ * binaries and the PostgreSQL schema, built (and cached under `cacheDir('temporal-server-1.29.1')`) on first use.
  */
 export async function findOrBuildTemporalServer(log: Log = () => {}): Promise<TemporalServerBinaries> {
   const dir = cacheDir(`temporal-server-${TEMPORAL_SERVER_VERSION.slice(1)}`);
+  fs.mkdirSync(dir, { recursive: true });
   const binaries = {
-    server: path.join(dir, 'server'),
+    server: await findOrBuildAuthorizingServer(dir, log),
     sql: path.join(dir, 'sql'),
     schemaDir: path.join(dir, 'schema', 'postgresql', 'v12'),
   };
   const done = path.join(binaries.schemaDir, '.complete');
   if (isFile(binaries.server) && isFile(binaries.sql) && fs.existsSync(done)) return binaries;
   fs.mkdirSync(dir, { recursive: true });
-  if (!isFile(binaries.server)) await goInstall(`${SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, dir, log);
   if (!isFile(binaries.sql)) await goInstall(`${SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`, dir, log);
   const moduleSchema = path.join(
     goEnv('GOMODCACHE'),
@@ -407,8 +445,11 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(workerMember),
     TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${metrics}`,
     TEMPORAL_DYNAMIC_CONFIG_FILE: DYNAMIC_CONFIG_FILE,
+    // The namespace whose roles ops/temporal/identities.yaml grants.
+    TEMPORAL_NAMESPACE: namespace,
   };
-  const args = ['--root', '/', '--config', TEMPORAL_CONFIG_DIR, '--env', 'config', '--allow-no-auth', 'start'];
+  const args = ['--root', '/', '--config', TEMPORAL_CONFIG_DIR, '--env', 'config', 'start'];
+  // The stack's own start registers the namespace and its search attributes: an operator's job.
   const tls = temporalClientTls(options.secrets, 'client');
 
   const launch = async (): Promise<ProcessGroup> => {
@@ -556,9 +597,10 @@ export interface ProductionTemporal {
   uiUrl?: string;
   /**
    * What points a process at this Temporal: the standard `TEMPORAL_*` variables, which this job
-   * (`@temporalio/envconfig`) and the `temporal` CLI both read, with the `worker` certificate; and the CLI's
-   * own `TEMPORAL_TLS_CERT`/`_KEY`/`_CA`, which only the CLI reads and which override the standard ones
-   * there, so the CLI connects as `cli`.
+   * (`@temporalio/envconfig`) and the `temporal` CLI both read, with the `client` certificate (the
+   * operator's `npm run client`: schedules, cycles, search attributes); and the CLI's own
+   * `TEMPORAL_TLS_CERT`/`_KEY`/`_CA`, which only the CLI reads and which override the standard ones there,
+   * so the CLI connects as `cli`.
    */
   env: Record<string, string>;
   restart(downMs: number): Promise<void>;
@@ -596,7 +638,7 @@ export async function startProductionTemporal(options: {
     await server.stop();
     throw err;
   }
-  const worker = secrets.cert('worker');
+  const client = secrets.cert('client');
   const cli = secrets.cert('cli');
   return {
     address: server.address,
@@ -605,8 +647,8 @@ export async function startProductionTemporal(options: {
     env: {
       TEMPORAL_ADDRESS: server.address,
       TEMPORAL_NAMESPACE: server.namespace,
-      TEMPORAL_TLS_CLIENT_CERT_PATH: worker.cert,
-      TEMPORAL_TLS_CLIENT_KEY_PATH: worker.key,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: client.cert,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: client.key,
       TEMPORAL_TLS_SERVER_CA_CERT_PATH: secrets.caPath,
       TEMPORAL_TLS_SERVER_NAME: TEMPORAL_TLS_SERVER_NAME,
       TEMPORAL_TLS_CERT: cli.cert,

@@ -2,10 +2,12 @@
  * Connecting to the Temporal frontend, for the worker and the client: the options of the profile that
  * `src/config/temporal-profile.ts` read, and a probe that explains a failed connection.
  */
+import { X509Certificate } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
 import type { TLSConfig } from '@temporalio/client';
+import { ConfigError } from '../config/errors';
 import { UnavailableError } from '../unavailable';
 
 /** Options accepted by both `NativeConnection.connect` and `Connection.connect`. */
@@ -174,5 +176,68 @@ export async function connectTemporal<T>(
     const why = await explainTemporalConnectFailure(options).catch(() => undefined);
     if (!why) throw err;
     throw new UnavailableError(`${why}.\n(${(err as Error).message})`);
+  }
+}
+
+/** gRPC's status code for a call the server's authorizer refused. */
+const PERMISSION_DENIED = 7;
+
+/** `err`, or the error it wraps, that is the frontend refusing the call (not the connection); else undefined. */
+function permissionDenial(err: unknown): Error | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if ((e as { code?: unknown }).code === PERMISSION_DENIED) return e;
+    // The worker's calls come back from its native core as text.
+    if (/\bPermissionDenied\b|\bPERMISSION_DENIED\b/.test(e.message)) return e;
+  }
+  return undefined;
+}
+
+/** The subject of the client certificate in `options`, as `CN=worker`; undefined without one. */
+function clientCertificateSubject(options: Pick<TemporalConnectOptions, 'tls'>): string | undefined {
+  const pair = typeof options.tls === 'object' ? options.tls.clientCertPair : undefined;
+  if (!pair) return undefined;
+  try {
+    return new X509Certificate(Buffer.from(pair.crt)).subject.replace(/\n/g, ', ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a process of each kind must be granted, in Temporal's roles, and its certificate on the production profile. */
+const NEEDS = {
+  worker: { role: 'the worker role (poll and complete tasks)', profileCert: 'worker.pem' },
+  client: {
+    role: 'writer (workflows, schedules), or admin to register search attributes (schedule apply)',
+    profileCert: 'client.pem',
+  },
+} as const;
+
+/**
+ * Runs `fn`; when the frontend refuses one of its calls (permission denied: the server authorizes each
+ * certificate for some calls only), throws a {@link ConfigError} that names the certificate this process
+ * presented, what a `kind` process needs, and the variables that choose the certificate.
+ */
+export async function withTemporalPermission<T>(
+  options: Pick<TemporalConnectOptions, 'address' | 'tls'>,
+  kind: keyof typeof NEEDS,
+  namespace: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const denial = permissionDenial(err);
+    if (!denial) throw err;
+    const subject = clientCertificateSubject(options);
+    const presented = subject
+      ? `it presented the certificate ${subject} (TEMPORAL_TLS_CLIENT_CERT_PATH)`
+      : 'it presented no client certificate';
+    const { role, profileCert } = NEEDS[kind];
+    throw new ConfigError([
+      `The Temporal frontend at ${options.address} refused this ${kind}'s call (permission denied): ${presented}, ` +
+        `and a ${kind} needs ${role} in namespace ${namespace}. Set ${CLIENT_CERT_SETTINGS} to a certificate the ` +
+        `server grants that (on the production profile: ${profileCert}; the grants are in ops/temporal/identities.yaml). ` +
+        `(${denial.message.split('\n')[0]})`,
+    ]);
   }
 }

@@ -111,7 +111,8 @@ beforeAll(async () => {
   toolDir = path.join(secrets.dir, 'bin');
   fs.mkdirSync(toolDir);
   fs.symlinkSync(binaries.sql, path.join(toolDir, 'temporal-sql-tool'));
-  fs.symlinkSync(binaries.server, path.join(toolDir, 'temporal-server'));
+  // The server image of ops/temporal/server/Dockerfile: the profile's own program beside the official one.
+  fs.symlinkSync(binaries.server, path.join(toolDir, 'temporal-server-authz'));
   fs.symlinkSync(findOrBuildTemporalCli() ?? 'temporal', path.join(toolDir, 'temporal'));
   uiBinary = await findOrBuildTemporalUi();
 }, 900_000);

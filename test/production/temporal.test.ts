@@ -2,7 +2,7 @@
  * The production profile's Temporal: the server (go.temporal.io/server v1.29.1) on PostgreSQL with mTLS on
  * its frontend, and its Web UI. The worker and the client connect through the job's own connection code
  * with the variables the stack prints, each with its own certificate; without one, the job is refused with
- * a message that says what to set.
+ * a message that says what to set. Each certificate may do its own job only (ops/temporal/identities.yaml).
  */
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -13,8 +13,14 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../../src/config';
 import { UnavailableError } from '../../src/run-main';
-import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
-import { prepareStackSecrets, type StackSecrets } from '../../scripts/stack/secrets';
+import { ConfigError } from '../../src/config/errors';
+import {
+  connectTemporal,
+  temporalConnectionOptions,
+  withTemporalPermission,
+  type TemporalConnectOptions,
+} from '../../src/temporal/connection';
+import { prepareStackSecrets, type CertName, type StackSecrets } from '../../scripts/stack/secrets';
 import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
 import { startProductionTemporal, type ProductionTemporal } from '../../scripts/stack/temporal-server';
 import { eventually } from '../support/wait';
@@ -34,8 +40,8 @@ let connection: Connection;
 let client: Client;
 let cliPath: string;
 
-/** The stack's variables with the client certificates of `name` instead of the worker's. */
-function envAs(name: 'client' | 'worker', change: Record<string, string> = {}): NodeJS.ProcessEnv {
+/** The stack's variables with the client certificate of `name`. */
+function envAs(name: CertName, change: Record<string, string> = {}): NodeJS.ProcessEnv {
   const pair = secrets.cert(name);
   return {
     ...temporal.env,
@@ -184,4 +190,159 @@ describe('the production Temporal server', () => {
     const { runId } = await handle.describe();
     expect(runId).toBe(handle.firstExecutionRunId);
   });
+});
+
+/** A client of the job's connection code holding the certificate `name`. */
+async function clientAs(
+  name: CertName,
+): Promise<{ client: Client; options: TemporalConnectOptions; close(): Promise<void> }> {
+  const options = temporalConnectionOptions(loadConfig(envAs(name)));
+  const conn = await connectTemporal(options, (o) => Connection.connect(o));
+  return { client: new Client({ connection: conn, namespace: 'default' }), options, close: () => conn.close() };
+}
+
+/** What `fn` threw, refused as the job's client would report it. */
+async function refusedAs(name: CertName, kind: 'client' | 'worker', fn: (c: Client) => Promise<unknown>) {
+  const as = await clientAs(name);
+  try {
+    return await withTemporalPermission(as.options, kind, 'default', () => fn(as.client)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  } finally {
+    await as.close();
+  }
+}
+
+/** The message every refusal of the job's processes starts with, for the certificate `cn`. */
+const refusal = (kind: 'client' | 'worker', cn: string) =>
+  `The Temporal frontend at ${temporal.address} refused this ${kind}'s call (permission denied): it presented ` +
+  `the certificate CN=${cn} (TEMPORAL_TLS_CLIENT_CERT_PATH), and a ${kind} needs `;
+
+describe('each certificate does its own job only', () => {
+  it('the worker certificate polls and completes, and may not start, list or terminate a workflow', async () => {
+    // Polls and completes: the worker of beforeAll runs as `worker`.
+    const id = workflowId('worker-only');
+    await expect(client.workflow.execute(greet, { taskQueue: TASK_QUEUE, workflowId: id, args: ['w'] })).resolves.toBe(
+      'hello w',
+    );
+    const start = await refusedAs('worker', 'client', (c) =>
+      c.workflow.start(greet, { taskQueue: TASK_QUEUE, workflowId: workflowId('by-worker'), args: ['x'] }),
+    );
+    expect(start).toBeInstanceOf(ConfigError);
+    expect((start as Error).message).toContain(refusal('client', 'worker'));
+    const list = await refusedAs('worker', 'client', async (c) => {
+      for await (const _ of c.workflow.list({ query: `WorkflowId = '${id}'` })) break;
+    });
+    expect((list as Error).message).toContain(refusal('client', 'worker'));
+    const terminate = await refusedAs('worker', 'client', (c) => c.workflow.getHandle(id).terminate('no'));
+    expect((terminate as Error).message).toContain(refusal('client', 'worker'));
+  });
+
+  it('the cli certificate manages a schedule and the search attributes with the temporal CLI, in its namespace only', async () => {
+    const scheduleId = workflowId('cli-schedule');
+    const create = cli(
+      temporal.env,
+      'schedule',
+      'create',
+      '--schedule-id',
+      scheduleId,
+      '--interval',
+      '1h',
+      '--paused',
+      '--task-queue',
+      TASK_QUEUE,
+      '--type',
+      'greet',
+      '--workflow-id',
+      `${scheduleId}-run`,
+      '--input',
+      '"schedule"',
+    );
+    expect(create.stderr).toBe('');
+    expect(create.status).toBe(0);
+    const triggered = cli(temporal.env, 'schedule', 'trigger', '--schedule-id', scheduleId);
+    expect(triggered.status).toBe(0);
+    const described = cli(temporal.env, 'schedule', 'describe', '--schedule-id', scheduleId, '--output', 'json');
+    expect(described.status).toBe(0);
+    expect(JSON.parse(described.stdout).schedule.state.paused).toBe(true);
+    expect(cli(temporal.env, 'schedule', 'delete', '--schedule-id', scheduleId).status).toBe(0);
+    const listed = cli(temporal.env, 'operator', 'search-attribute', 'list', '--output', 'json');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain('ReminderAsOf');
+    // Its grants end at the job's namespace: it may not make another one.
+    const other = cli(temporal.env, 'operator', 'namespace', 'create', '--namespace', workflowId('other'));
+    expect(other.status).not.toBe(0);
+    expect(other.stderr).toMatch(/Request unauthorized/);
+  });
+
+  it('the ui-client certificate reads (lists workflows, the Web UI too) and may not start or terminate one', async () => {
+    const id = workflowId('ui-reads');
+    await client.workflow.execute(greet, { taskQueue: TASK_QUEUE, workflowId: id, args: ['ui'] });
+    const ui = await clientAs('ui-client');
+    try {
+      const seen = await eventually(async () => {
+        const ids: string[] = [];
+        for await (const w of ui.client.workflow.list({ query: `WorkflowId = '${id}'` })) ids.push(w.workflowId);
+        return ids.length > 0 ? ids : undefined;
+      }, `${id} listed as ui-client`);
+      expect(seen).toEqual([id]);
+    } finally {
+      await ui.close();
+    }
+    const res = await fetch(
+      `${temporal.uiUrl}/api/v1/namespaces/default/workflows?query=${encodeURIComponent(`WorkflowId = '${id}'`)}`,
+    );
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { executions: { execution: { workflowId: string } }[] };
+    expect(body.executions.map((e) => e.execution.workflowId)).toEqual([id]);
+    const start = await refusedAs('ui-client', 'client', (c) =>
+      c.workflow.start(greet, { taskQueue: TASK_QUEUE, workflowId: workflowId('by-ui'), args: ['x'] }),
+    );
+    expect((start as Error).message).toContain(refusal('client', 'ui-client'));
+    const terminate = await refusedAs('ui-client', 'client', (c) => c.workflow.getHandle(id).terminate('no'));
+    expect((terminate as Error).message).toContain(refusal('client', 'ui-client'));
+  });
+
+  it.each(['relay', 'postgres'] as const)(
+    'the %s certificate (of the same CA) is refused as a worker and as a client, with a message that says what to set',
+    async (name) => {
+      const options = temporalConnectionOptions(loadConfig(envAs(name)));
+      const conn = await connectTemporal(options, (o) => NativeConnection.connect(o));
+      try {
+        const err = await withTemporalPermission(options, 'worker', 'default', () =>
+          // Activities only: the SDK leaves a refused worker's workflow threads running (the job's worker
+          // process exits on the refusal, this test process must not keep them).
+          Worker.create({
+            connection: conn,
+            namespace: 'default',
+            taskQueue: `${TASK_QUEUE}-${name}`,
+            activities: { noop: async () => undefined },
+          }),
+        ).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as Error).message).toContain(
+          `${refusal('worker', name)}the worker role (poll and complete tasks) in namespace default. Set ` +
+            'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (aliases TEMPORAL_TLS_CERT_PATH and ' +
+            'TEMPORAL_TLS_KEY_PATH) to a certificate the server grants that (on the production profile: worker.pem',
+        );
+      } finally {
+        await conn.close();
+      }
+      const asClient = await refusedAs(name, 'client', (c) => c.workflow.count());
+      expect((asClient as Error).message).toContain(refusal('client', name));
+      // The CLI, in its own words.
+      const pair = secrets.cert(name);
+      const res = cli(
+        { ...temporal.env, TEMPORAL_TLS_CERT: pair.cert, TEMPORAL_TLS_KEY: pair.key },
+        'workflow',
+        'list',
+      );
+      expect(res.status).not.toBe(0);
+      expect(res.stderr).toMatch(/Request unauthorized/);
+    },
+  );
 });

@@ -11,7 +11,8 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { connectTemporal, explainTemporalConnectFailure } from '../../src/temporal/connection';
+import { ConfigError } from '../../src/config/errors';
+import { connectTemporal, explainTemporalConnectFailure, withTemporalPermission } from '../../src/temporal/connection';
 import { UnavailableError } from '../../src/run-main';
 
 let dir: string;
@@ -97,5 +98,45 @@ describe('what a failed Temporal connection says', () => {
     expect(err).toBeInstanceOf(UnavailableError);
     expect((err as Error).message).toContain('requires a client certificate');
     expect((err as Error).message).toContain('Failed to connect before the deadline');
+  });
+});
+
+describe('a call the frontend refuses (permission denied)', () => {
+  const withCert = (name: string) => ({
+    address,
+    tls: { clientCertPair: { crt: read(`${name}.pem`), key: read(`${name}-key.pem`) } },
+  });
+  // As @temporalio/client reports it (a ServiceError around the gRPC status) and as the worker's core does (text).
+  const clientDenial = new Error('Failed to start Workflow', {
+    cause: Object.assign(new Error('7 PERMISSION_DENIED: Request unauthorized.'), { code: 7 }),
+  });
+  const workerDenial = new Error(
+    'Worker validation failed: status: PermissionDenied, message: "Request unauthorized."',
+  );
+
+  it.each([
+    ['a client', clientDenial],
+    ['a worker', workerDenial],
+  ])('%s refused: names the certificate, what it needs and the variables to set', async (_, denial) => {
+    const kind = denial === clientDenial ? 'client' : 'worker';
+    const err = await withTemporalPermission(withCert('relay'), kind, 'default', () => Promise.reject(denial)).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    const message = (err as Error).message;
+    expect(message).toContain(
+      `The Temporal frontend at ${address} refused this ${kind}'s call (permission denied): it presented the ` +
+        `certificate CN=relay (TEMPORAL_TLS_CLIENT_CERT_PATH), and a ${kind} needs `,
+    );
+    expect(message).toContain(`Set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`);
+    expect(message).toContain(kind === 'worker' ? 'worker.pem' : 'client.pem');
+    expect(message).toContain('Request unauthorized.');
+  });
+
+  it('other failures pass through unchanged', async () => {
+    const other = Object.assign(new Error('5 NOT_FOUND: namespace not found'), { code: 5 });
+    await expect(
+      withTemporalPermission(withCert('worker'), 'worker', 'default', () => Promise.reject(other)),
+    ).rejects.toBe(other);
   });
 });
