@@ -125,7 +125,7 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
      events as (
        insert into profile.outbox_messages
               (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
-               correlation_id, trace_context)
+               correlation_id, trace_context, created_at)
        select gen_random_uuid(), ${$.aggregateType}, won.owner_user_id, ${$.topic}, won.owner_user_id::text,
               ${$.eventType}, ${$.contractVersion},
               jsonb_build_object(
@@ -138,7 +138,11 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
                   'expiresAt', won.expires_at,
                   'thresholdDays', won.current_threshold,
                   'daysLeft', won.days_left) order by won.expires_at, won.id)),
-              ${$.jobRunId}, ${$.traceContext}
+              ${$.jobRunId}, ${$.traceContext},
+              -- The time of the insert, which runs under the owner's lock, not the transaction's start: a
+              -- transaction that began before another of this owner but locked after it committed must sort
+              -- after that one's row, or a second relay publishes the two at once (migration 014).
+              clock_timestamp()
          from won
         group by won.owner_user_id
      )`;

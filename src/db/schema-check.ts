@@ -66,6 +66,7 @@ const OUTBOX_INSERTED = [
   'payload',
   'correlation_id',
   'trace_context',
+  'created_at',
 ];
 
 /** What the worker's SQL relies on: the tables it reads and the outbox columns it writes, with their types. */
