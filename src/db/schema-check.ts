@@ -164,16 +164,95 @@ async function tableProblems(db: Queryable, tables: readonly ExpectedTable[]): P
   return problems;
 }
 
+/** An index as the catalog has it: what a statement's plan can rely on. */
+interface IndexShape {
+  table: string;
+  method: string;
+  unique: boolean;
+  /** False for an index left behind by a failed `CREATE INDEX CONCURRENTLY`: the planner never uses it. */
+  valid: boolean;
+  /** The key columns, in order, as `pg_get_indexdef` prints them, ` DESC` added to a descending one. */
+  columns: string[];
+  /** The `WHERE` of a partial index, as `pg_get_expr` prints it; null for a whole-table index. */
+  predicate: string | null;
+}
+
+/** The shape of index `name` of schema `profile`, or undefined when there is none of that name. */
+async function indexShape(db: Queryable, name: string): Promise<IndexShape | undefined> {
+  const { rows } = await db.query<IndexShape>(
+    `select t.relname as "table", am.amname as method, i.indisunique as "unique", i.indisvalid as valid,
+            array(select pg_get_indexdef(i.indexrelid, k, true) || case when i.indoption[k - 1] & 1 = 1 then ' DESC' else '' end
+                    from generate_series(1, i.indnkeyatts) k order by k)
+              as columns,
+            pg_get_expr(i.indpred, i.indrelid, true) as predicate
+       from pg_class c
+       join pg_namespace n on n.oid = c.relnamespace
+       join pg_index i on i.indexrelid = c.oid
+       join pg_class t on t.oid = i.indrelid
+       join pg_am am on am.oid = c.relam
+      where n.nspname = 'profile' and c.relname = $1`,
+    [name],
+  );
+  return rows[0];
+}
+
+/** What one index must be, and why: the problem names the index, the shape it needs and the reason. */
+interface ExpectedIndex {
+  name: string;
+  table: string;
+  unique: boolean;
+  columns: readonly string[];
+  /** The predicates accepted: null for none (a whole-table index serves a partial one's queries too). */
+  predicates: readonly (string | null)[];
+  shape: string;
+  why: string;
+}
+
+const EXPECTED_INDEXES: readonly ExpectedIndex[] = [
+  {
+    name: 'ux_document_expiry_reminders_dedupe',
+    table: 'document_expiry_reminders',
+    unique: true,
+    columns: ['document_id', 'threshold_days'],
+    predicates: [null],
+    shape: 'unique btree (document_id, threshold_days) on every row',
+    why: 'without it reminders could repeat',
+  },
+  {
+    name: 'ix_person_documents_expires_at',
+    table: 'person_documents',
+    unique: false,
+    columns: ['expires_at', 'id'],
+    predicates: [null, 'expires_at IS NOT NULL'],
+    shape: 'btree (expires_at, id), on every row or where expires_at is not null',
+    why: "the candidate page walks it in (expires_at, id) order and stops at the page's size; another shape sorts the whole window for every page (migration 001 creates it only if no index of that name exists)",
+  },
+];
+
+/** Problems with one {@link ExpectedIndex}: missing, invalid, or of another shape (saying what was found). */
+function indexProblem(expected: ExpectedIndex, found: IndexShape | undefined): string | undefined {
+  const need = `profile.${expected.table}: the index ${expected.name} must be ${expected.shape}; ${expected.why}`;
+  if (!found) return `${need}. It is missing`;
+  const sameShape =
+    found.table === expected.table &&
+    found.method === 'btree' &&
+    found.unique === expected.unique &&
+    found.columns.join(',') === expected.columns.join(',') &&
+    expected.predicates.includes(found.predicate);
+  if (!sameShape) {
+    const shown = `${found.unique ? 'unique ' : ''}${found.method} (${found.columns.join(', ')}) on profile.${found.table}${found.predicate ? ` where ${found.predicate}` : ''}`;
+    return `${need}. Found ${shown}`;
+  }
+  if (!found.valid) return `${need}. It is invalid (a failed CREATE INDEX CONCURRENTLY?): drop and create it again`;
+  return undefined;
+}
+
 /** Problems with the schema as the worker's role sees it; empty when the worker can run. */
 export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
   const problems = [...(await dateStyleProblems(db)), ...(await tableProblems(db, WORKER_TABLES))];
-  const { rows: index } = await db.query<{ indexdef: string }>(
-    `select indexdef from pg_indexes where schemaname = 'profile' and indexname = 'ux_document_expiry_reminders_dedupe'`,
-  );
-  if (!index[0] || !/UNIQUE INDEX .*\(document_id, threshold_days\)/.test(index[0].indexdef)) {
-    problems.push(
-      'profile.document_expiry_reminders: the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing; without it reminders could repeat',
-    );
+  for (const expected of EXPECTED_INDEXES) {
+    const problem = indexProblem(expected, await indexShape(db, expected.name));
+    if (problem) problems.push(problem);
   }
   return problems;
 }

@@ -52,10 +52,93 @@ test('a schema that lost the dedupe index is refused: reminders could repeat', a
     () => workerSchemaProblems(stack.db.worker),
   );
   expect(problems).toEqual([
-    expect.stringContaining(
-      'the unique index ux_document_expiry_reminders_dedupe (document_id, threshold_days) is missing',
+    'profile.document_expiry_reminders: the index ux_document_expiry_reminders_dedupe must be unique btree (document_id, threshold_days) on every row; without it reminders could repeat. It is missing',
+  ]);
+});
+
+test('a dedupe index that is unique only where a predicate holds is refused: the other rows could repeat', async () => {
+  const problems = await whileChanged(
+    `drop index profile.ux_document_expiry_reminders_dedupe;
+     create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days) where threshold_days > 0`,
+    `drop index profile.ux_document_expiry_reminders_dedupe;
+     create unique index ux_document_expiry_reminders_dedupe on profile.document_expiry_reminders (document_id, threshold_days)`,
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(problems).toEqual([
+    expect.stringMatching(
+      /ux_document_expiry_reminders_dedupe must be unique btree .*\. Found unique btree \(document_id, threshold_days\) on profile\.document_expiry_reminders where threshold_days > 0$/,
     ),
   ]);
+});
+
+/** Issue 28, item 1.5: the page plan's index, as the profile service may have made it before migration 001. */
+describe('the page index ix_person_documents_expires_at', () => {
+  const restore = `drop index profile.ix_person_documents_expires_at;
+    create index ix_person_documents_expires_at on profile.person_documents (expires_at, id) where expires_at is not null`;
+  const withIndex = (definition: string) =>
+    whileChanged(`drop index profile.ix_person_documents_expires_at; ${definition}`, restore, () =>
+      workerSchemaProblems(stack.db.worker),
+    );
+  const need =
+    'profile.person_documents: the index ix_person_documents_expires_at must be btree (expires_at, id), on every row or where expires_at is not null';
+
+  test.each([
+    [
+      'on expires_at alone',
+      'create index ix_person_documents_expires_at on profile.person_documents (expires_at)',
+      'Found btree (expires_at) on profile.person_documents',
+    ],
+    [
+      'on (id, expires_at)',
+      'create index ix_person_documents_expires_at on profile.person_documents (id, expires_at)',
+      'Found btree (id, expires_at) on profile.person_documents',
+    ],
+    [
+      'descending',
+      'create index ix_person_documents_expires_at on profile.person_documents (expires_at desc, id)',
+      'Found btree (expires_at DESC, id) on profile.person_documents',
+    ],
+    [
+      'partial on active documents only',
+      "create index ix_person_documents_expires_at on profile.person_documents (expires_at, id) where status = 'Active'",
+      "Found btree (expires_at, id) on profile.person_documents where status::text = 'Active'::text",
+    ],
+    [
+      'a hash index',
+      'create index ix_person_documents_expires_at on profile.person_documents using hash (expires_at)',
+      'Found hash (expires_at) on profile.person_documents',
+    ],
+  ])('of another shape (%s) is refused, naming the shape it needs and the one found', async (_, definition, found) => {
+    const problems = await withIndex(definition);
+    expect(problems).toEqual([expect.stringContaining(need)]);
+    expect(problems[0]).toContain(found);
+    expect(problems[0]).toContain('sorts the whole window for every page');
+  });
+
+  test('missing is refused', async () => {
+    const problems = await whileChanged(
+      'drop index profile.ix_person_documents_expires_at',
+      restore.split(';')[1],
+      () => workerSchemaProblems(stack.db.worker),
+    );
+    expect(problems).toEqual([expect.stringMatching(/must be btree \(expires_at, id\).*It is missing$/)]);
+  });
+
+  test('invalid (a failed concurrent build) is refused: the planner never uses it', async () => {
+    const problems = await whileChanged(
+      `update pg_index set indisvalid = false where indexrelid = 'profile.ix_person_documents_expires_at'::regclass`,
+      `update pg_index set indisvalid = true where indexrelid = 'profile.ix_person_documents_expires_at'::regclass`,
+      () => workerSchemaProblems(stack.db.worker),
+    );
+    expect(problems).toEqual([expect.stringMatching(/It is invalid .*drop and create it again$/)]);
+  });
+
+  test("the mirror: the same columns on every row (no predicate) are accepted, as is the migration's own", async () => {
+    expect(
+      await withIndex('create index ix_person_documents_expires_at on profile.person_documents (expires_at, id)'),
+    ).toEqual([]);
+    expect(await workerSchemaProblems(stack.db.worker)).toEqual([]);
+  });
 });
 
 test('a profile table whose expires_at is a timestamptz and whose ids are text is refused, naming table, column, the type expected and the type found', async () => {
