@@ -147,7 +147,7 @@ const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
  * imported an hour ago) made the planner prefer a bitmap scan and a sort of the whole window per page.
  */
 export const PAGE_PLAN_BEGIN = [
-  'BEGIN READ ONLY',
+  'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
   'SET LOCAL enable_sort = off',
   'SET LOCAL enable_bitmapscan = off',
   'SET LOCAL enable_hashjoin = off',

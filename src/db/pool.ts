@@ -118,14 +118,23 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
 }
 
 /**
+ * The job's transactions are READ COMMITTED whatever the database's `default_transaction_isolation`: the
+ * owner transaction takes its locks in one statement and reads the ledger in the next, which must see
+ * every commit made before it got the locks (docs/DESIGN.md#owner-transaction). Under REPEATABLE READ the
+ * snapshot of the first statement would hide them, and a late claim would send "14 days" after "7".
+ */
+const BEGIN_READ_COMMITTED = 'BEGIN ISOLATION LEVEL READ COMMITTED';
+
+/**
  * Runs `fn` in one transaction on a client of `pool`: commit on success, rollback on any error.
  * A client whose rollback failed, or whose server went away, is destroyed rather than returned to the pool.
- * @param begin the statement that opens the transaction, e.g. with an isolation level or READ ONLY.
+ * @param begin the statement that opens the transaction ({@link BEGIN_READ_COMMITTED} unless given), e.g.
+ *   with READ ONLY; it names its isolation level, so the database's default never decides it.
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
   fn: (client: pg.PoolClient) => Promise<T>,
-  begin = 'BEGIN',
+  begin = BEGIN_READ_COMMITTED,
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;

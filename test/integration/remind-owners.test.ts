@@ -6,11 +6,13 @@
 import crypto from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import pg from 'pg';
 import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
 import { remindOwnersInTransaction } from '../../src/db/reminders';
 import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
+import { WORKER_ROLE } from '../../src/domain/names';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
 import { sleep } from '../support/wait';
@@ -286,52 +288,79 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
   expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id)).toEqual([owner]);
 });
 
-test('a cycle whose claim waited for the owner lock while another cycle committed "7" does not send "14 days" after it (locks before the ledger is read)', async () => {
-  const owner = crypto.randomUUID();
-  await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId: owner, daysLeft: 5 }]);
-  // A barrier between a statement's snapshot and its lock: on sessions whose search_path puts profile
-  // before pg_catalog, the owner lock first waits for an advisory lock the test holds.
-  await stack.db.admin.query(`
-    create or replace function profile.pg_try_advisory_xact_lock(key bigint) returns boolean
-    language plpgsql as $$
-    begin
-      perform pg_catalog.pg_advisory_lock_shared(4242);
-      perform pg_catalog.pg_advisory_unlock_shared(4242);
-      return pg_catalog.pg_try_advisory_xact_lock(key);
-    end $$`);
-  const gate = await stack.db.admin.connect();
-  const manual = await stack.db.worker.connect();
-  try {
-    await gate.query('select pg_advisory_lock(4242)');
-    await manual.query('set search_path = profile, pg_catalog');
-    await manual.query('begin');
-    // The manual run (thresholds 14, 3) reaches the barrier and waits there.
-    const waiting = remindOwnersInTransaction(manual, {
-      ...input([owner]),
-      thresholdsDays: [14, 3],
-      ownerUserIds: [owner],
-    });
-    await sleep(300);
-    // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
-    const [scheduled] = await withTransaction(stack.db.worker, (tx) =>
-      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
-    );
-    expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
-    await gate.query('select pg_advisory_unlock(4242)');
+/**
+ * A pool of one session on the worker's role, its search_path putting profile first (the barrier below), and
+ * `isolation` as the database's default for that role when given; closed and reset by the returned `close`.
+ */
+async function barrierPool(isolation?: string): Promise<{ pool: pg.Pool; level: string; close(): Promise<void> }> {
+  const { rows } = await stack.db.admin.query<{ db: string }>('select current_database() as db');
+  const role = `${WORKER_ROLE} in database ${rows[0].db}`;
+  if (isolation) await stack.db.admin.query(`alter role ${role} set default_transaction_isolation = '${isolation}'`);
+  const pool = createPool({ connectionString: stack.db.workerUrl, max: 1 });
+  const session = await pool.connect();
+  await session.query('set search_path = profile, pg_catalog');
+  const { rows: shown } = await session.query<{ level: string }>(
+    `select current_setting('default_transaction_isolation') as level`,
+  );
+  session.release();
+  return {
+    pool,
+    level: shown[0].level,
+    close: async () => {
+      await pool.end();
+      if (isolation) await stack.db.admin.query(`alter role ${role} reset default_transaction_isolation`);
+    },
+  };
+}
 
-    const [late] = await waiting;
-    await manual.query('commit');
+test.each([
+  ['read committed (the server default)', undefined],
+  ['repeatable read', 'repeatable read'],
+  ['serializable', 'serializable'],
+])(
+  'a cycle whose claim waited for the owner lock while another cycle committed "7" does not send "14 days" after it (locks before the ledger is read), the database default being %s',
+  async (_, isolation) => {
+    const owner = crypto.randomUUID();
+    await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId: owner, daysLeft: 5 }]);
+    // A barrier between a statement's snapshot and its lock: on sessions whose search_path puts profile
+    // before pg_catalog, the owner lock first waits for an advisory lock the test holds.
+    await stack.db.admin.query(`
+      create or replace function profile.pg_try_advisory_xact_lock(key bigint) returns boolean
+      language plpgsql as $$
+      begin
+        perform pg_catalog.pg_advisory_lock_shared(4242);
+        perform pg_catalog.pg_advisory_unlock_shared(4242);
+        return pg_catalog.pg_try_advisory_xact_lock(key);
+      end $$`);
+    const gate = await stack.db.admin.connect();
+    const manual = await barrierPool(isolation);
+    try {
+      expect(manual.level).toBe(isolation ?? 'read committed');
+      await gate.query('select pg_advisory_lock(4242)');
+      // The manual run (thresholds 14, 3), in the job's own transaction, reaches the barrier and waits there.
+      const waiting = withTransaction(manual.pool, (tx) =>
+        remindOwnersInTransaction(tx, { ...input([owner]), thresholdsDays: [14, 3], ownerUserIds: [owner] }),
+      );
+      await sleep(300);
+      // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
+      const [scheduled] = await withTransaction(stack.db.worker, (tx) =>
+        remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      );
+      expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
+      await gate.query('select pg_advisory_unlock(4242)');
 
-    expect(late).toEqual(expect.objectContaining({ busy: false, due: 0, won: [] }));
-  } finally {
-    await manual.query('reset search_path').catch(() => undefined);
-    manual.release();
-    gate.release();
-    await stack.db.admin.query('drop function profile.pg_try_advisory_xact_lock(bigint)');
-  }
-  const events = await outbox(stack.db.admin);
-  expect(events.map((r) => r.payload.documents.map((d) => d.thresholdDays))).toEqual([[7]]);
-});
+      const [late] = await waiting;
+
+      expect(late).toEqual(expect.objectContaining({ busy: false, due: 0, won: [] }));
+    } finally {
+      gate.release();
+      await manual.close();
+      await stack.db.admin.query('drop function profile.pg_try_advisory_xact_lock(bigint)');
+    }
+    const events = await outbox(stack.db.admin);
+    expect(events.map((r) => r.payload.documents.map((d) => d.thresholdDays))).toEqual([[7]]);
+  },
+);
 
 test("a retry after a worker died between its group's commit and its report counts what the first attempt queued, so the counts equal the outbox rows", async () => {
   const owners = await seedOwners(3);
