@@ -35,12 +35,14 @@ const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
 
 /**
  * What pg and pg-pool throw, without a code, when the connection is gone or never came: the socket closed
- * (`Connection terminated…`), the client is unusable after it, the pool's connect timed out, or no reply
- * came within the client's `query_timeout` (set above the server's statement timeout, so only a silent
- * network gets there).
+ * (`Connection terminated…`, also pg-pool's "due to connection timeout" for a new connection that did not
+ * open in time), the client is unusable after it, or no reply came within the client's `query_timeout` (set
+ * above the server's statement timeout, so only a silent network gets there). Not pg-pool's "timeout
+ * exceeded when trying to connect": that is a wait for a free client of a full pool, which says the worker's
+ * other activities hold every connection, not that the database is gone.
  */
 const CONNECTION_MESSAGE_RE =
-  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Query read timeout)/;
+  /^(Connection terminated|Client has encountered a connection error|Client was closed|Query read timeout)/;
 
 /**
  * True when the database did not answer at all (no connection, or the server is shutting down), as

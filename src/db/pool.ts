@@ -41,6 +41,10 @@ export interface PoolOptions {
   session?: SessionLimits;
   /** The variable `connectionString` came from, named by a refused connection's error; default DATABASE_URL. */
   urlVariable?: string;
+  /**
+   * How long a checkout waits for a connection to open, or for a free client of a full pool (default 10 s).
+   */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -99,7 +103,7 @@ export function createPool(options: PoolOptions, onError?: (err: Error) => void)
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'expiry-reminder',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     idleTimeoutMillis: 30_000,
     types,
     ...session,

@@ -4,6 +4,7 @@
  * left alone, and what a failing owner does to the others on early attempts and on the last one.
  */
 import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
@@ -196,6 +197,46 @@ test('on the last attempt with the database unreachable, the group reports every
     expect(JSON.stringify(result)).not.toContain('secret');
   } finally {
     await unreachable.end();
+  }
+});
+
+test('on the last attempt with every client of the pool busy, a checkout timeout is not an unreachable database: the other owners are still tried', async () => {
+  const owners = await seedOwners(3);
+  const full = createPool({ connectionString: stack.db.workerUrl, max: 1, connectTimeoutMs: 150 });
+  // Another activity of the worker holds the pool's only client until the first owner has failed.
+  const other = await full.connect();
+  let released = false;
+  const logger = pino(
+    { level: 'warn' },
+    new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        if (!released && chunk.toString().includes('owner transaction failed')) {
+          released = true;
+          other.release();
+        }
+        done();
+      },
+    }),
+  );
+  try {
+    const busy = createActivities({ pool: full, logger, config: testConfig() });
+
+    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(
+      busy.remindOwners,
+      input(owners),
+    );
+
+    expect(result.failed).toEqual([
+      { ownerUserId: owners[0], error: expect.stringContaining('timeout exceeded when trying to connect') },
+    ]);
+    expect({ processed: result.ownersProcessed, notified: result.ownersNotified }).toEqual({
+      processed: 2,
+      notified: 2,
+    });
+    expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual(owners.slice(1).sort());
+  } finally {
+    if (!released) other.release();
+    await full.end();
   }
 });
 

@@ -27,7 +27,7 @@ describe('database errors', () => {
       'a client unusable after its connection failed',
       new Error('Client has encountered a connection error and is not queryable'),
     ],
-    ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],
+    ['a new connection that did not open in time', new Error('Connection terminated due to connection timeout')],
     ['no reply within query_timeout', new Error('Query read timeout')],
     [
       "pg-pool's timeout around the socket's error",
@@ -52,6 +52,10 @@ describe('database errors', () => {
     ['a serialization failure', pgError('40001')],
     ['an undefined column', pgError('42703')],
     ['an unknown system error', pgError('EACCES')],
+    [
+      'a full pool with no client free in time (its connections busy, the database may be fine)',
+      new Error('timeout exceeded when trying to connect'),
+    ],
   ])('does not take %s for an unreachable database: the rest of the group is still tried', (_what, err) => {
     expect(isConnectionError(err)).toBe(false);
   });
