@@ -45,6 +45,7 @@ async function main(): Promise<void> {
   const relay = new OutboxRelay({
     pool,
     listenUrl: databaseUrl,
+    listenTimings: { keepaliveIdleMs: config.databaseSession.tcpKeepaliveIdleMs },
     kafka: createKafka(config, logger),
     config,
     logger,

@@ -32,6 +32,14 @@ export function connectionOptions(extra?: string): string {
   return extra ? `-c DateStyle=ISO ${extra}` : '-c DateStyle=ISO';
 }
 
+/**
+ * The server's TCP keepalives for a session, as startup options: probes after `idleMs` of silence, then every
+ * 10 s, 3 times; what ends a backend whose client vanished without closing the socket.
+ */
+export function serverKeepalives(idleMs: number): string {
+  return `-c tcp_keepalives_idle=${Math.ceil(idleMs / 1000)} -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3`;
+}
+
 export interface PoolOptions {
   connectionString: string;
   max?: number;
@@ -85,10 +93,7 @@ function sessionParameters(
     idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs || undefined,
     keepAlive: keepaliveSeconds > 0,
     keepAliveInitialDelayMillis: limits.tcpKeepaliveIdleMs || undefined,
-    options:
-      keepaliveSeconds > 0
-        ? `-c tcp_keepalives_idle=${keepaliveSeconds} -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3`
-        : undefined,
+    options: keepaliveSeconds > 0 ? serverKeepalives(limits.tcpKeepaliveIdleMs) : undefined,
   };
 }
 

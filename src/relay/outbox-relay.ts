@@ -25,7 +25,7 @@ import { createKafka, explainKafkaError, needsOperator, toKafkaMessage } from '.
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
-import { OutboxListener } from './listener';
+import { DEFAULT_LISTEN_TIMINGS, OutboxListener, type ListenTimings } from './listener';
 import { groupByLeader, groupByPartition, setRefusedApart, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
@@ -49,6 +49,8 @@ export interface RelayDeps {
   onSent?: (ids: string[]) => Promise<void> | void;
   /** How the producers open their sockets (default TCP/TLS); tests route them through a proxy. */
   kafkaSocketFactory?: ISocketFactory;
+  /** How the LISTEN session notices a silent path (default {@link DEFAULT_LISTEN_TIMINGS}). */
+  listenTimings?: Partial<ListenTimings>;
 }
 
 /** What one pass did; `failed` carries the error of rows released without a verdict, after it was recorded. */
@@ -85,7 +87,7 @@ export class OutboxRelay {
 
   constructor(private readonly deps: RelayDeps) {
     this.log = deps.logger.child({ component: 'relay' });
-    this.listener = new OutboxListener(deps.listenUrl, this.log);
+    this.listener = new OutboxListener(deps.listenUrl, this.log, { ...DEFAULT_LISTEN_TIMINGS, ...deps.listenTimings });
     this.partitions = new TopicPartitions(deps.kafka, deps.config);
     this.lanes = Array.from({ length: deps.config.relay.concurrency }, () => ({ producer: undefined }));
   }

@@ -92,10 +92,12 @@ async function holdingPath(upstreamUrl: string) {
   const upstream = new URL(upstreamUrl);
   const held: net.Socket[] = [];
   const open = new Set<net.Socket>();
+  const piped: [net.Socket, net.Socket][] = [];
   let holding = false;
   const pipe = (socket: net.Socket) => {
     const server = net.connect(Number(upstream.port), upstream.hostname);
     open.add(socket);
+    piped.push([socket, server]);
     for (const [a, b] of [
       [socket, server],
       [server, socket],
@@ -118,13 +120,25 @@ async function holdingPath(upstreamUrl: string) {
     url: url.toString(),
     held,
     hold: () => (holding = true),
+    /**
+     * The connections through the path go silent, as on a cut cable: no byte passes either way, and
+     * neither end hears a close or a reset. New connections still pass.
+     */
+    silence() {
+      for (const [client, server] of piped.splice(0)) {
+        client.unpipe(server);
+        server.unpipe(client);
+        client.pause();
+        server.pause();
+      }
+    },
     /** Lets the held connections through, those still open. */
     release() {
       holding = false;
       for (const socket of held.splice(0)) if (!socket.destroyed) pipe(socket);
     },
     close: async () => {
-      for (const socket of [...open, ...held]) socket.destroy();
+      for (const socket of [...open, ...held, ...piped.flat()]) socket.destroy();
       await new Promise((resolve) => proxy.close(resolve));
     },
   };
@@ -162,6 +176,61 @@ test('a stop while the LISTEN session reconnects ends promptly and leaves no ses
     path.release();
     await sleep(1_500);
     expect(await listenSessions()).toBe(0);
+  } finally {
+    await relay.stop();
+    await path.close();
+  }
+});
+
+test('a LISTEN connect that gets no answer is given up after its timeout, and the session comes back once the path does (issue 28)', async () => {
+  const path = await holdingPath(stack.db.relayUrl);
+  path.hold();
+  const relay = testRelay({
+    pool: stack.relayPool,
+    url: stack.db.relayUrl,
+    brokers: stackBrokers(),
+    deps: { listenUrl: path.url, listenTimings: { connectTimeoutMs: 500 } },
+  });
+  try {
+    await relay.start();
+    await waitFor(async () => relay.logs.messages('LISTEN failed; polling until it works').length >= 1, 5_000, 50);
+    path.release();
+    await waitFor(async () => (await listenSessions()) === 1, 15_000);
+  } finally {
+    await relay.stop();
+    await path.close();
+  }
+  expect(relay.logs.messages('LISTEN failed; polling until it works')[0]).toMatchObject({
+    level: 40,
+    err: expect.stringMatching(/timeout/i),
+  });
+});
+
+test('a LISTEN session whose path went silent (no reset, no close) is noticed and reopened: notifications wake the relay again, not the poll (issue 28)', async () => {
+  const path = await holdingPath(stack.db.relayUrl);
+  const relay = testRelay({
+    pool: stack.relayPool,
+    url: stack.db.relayUrl,
+    brokers: stackBrokers(),
+    env: { RELAY_POLL_INTERVAL: '60s', RELAY_LINGER: '0ms' },
+    deps: { listenUrl: path.url, listenTimings: { connectTimeoutMs: 500, checkIntervalMs: 300 } },
+  });
+  try {
+    await relay.start();
+    await waitFor(async () => (await listenSessions()) === 1, 10_000);
+    path.silence();
+    await waitFor(
+      async () => relay.logs.messages('LISTEN connection lost; polling until it is back').length >= 1,
+      5_000,
+      50,
+    );
+    // The new session (the old backend lingers until the server's keepalive ends it).
+    await waitFor(async () => (await listenSessions()) === 2, 10_000);
+    await sleep(300);
+    const after = crypto.randomUUID();
+    await insertOutboxRows(stack.db.admin, after, seeds(3));
+    // Far sooner than the 60 s poll: a notification on the new session woke a lane.
+    await waitFor(async () => (await unpublished(after)) === 0, 10_000, 50);
   } finally {
     await relay.stop();
     await path.close();
