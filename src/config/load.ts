@@ -164,6 +164,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (raw.KAFKA_SASL_MECHANISM && !(raw.KAFKA_SASL_USERNAME && raw.KAFKA_SASL_PASSWORD)) {
     problems.push('KAFKA_SASL_MECHANISM is set: expected KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too');
   }
+  // PLAIN sends the password itself to the broker; SCRAM never does. Over a connection without TLS anyone
+  // on the path reads it, and with it may publish as the relay.
+  if (raw.KAFKA_SASL_MECHANISM === 'plain' && values.KAFKA_SSL !== true && !raw.KAFKA_SSL_CA_PATH) {
+    problems.push(
+      'KAFKA_SASL_MECHANISM=plain without TLS would send KAFKA_SASL_PASSWORD in clear text: set KAFKA_SSL=true ' +
+        '(and KAFKA_SSL_CA_PATH for a private CA), or use scram-sha-512',
+    );
+  }
   if (problems.length > 0 || 'problems' in temporal) throw new ConfigError(problems);
   return toConfig(values, temporal);
 }

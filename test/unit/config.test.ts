@@ -159,6 +159,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ KAFKA_SSL_CA_PATH: __filename }).kafka.ssl).toEqual({ caPath: __filename });
   });
 
+  it('refuses SASL PLAIN without TLS: the password would cross the network in clear text (issue 28)', () => {
+    const sasl = { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'relay', KAFKA_SASL_PASSWORD: 'pw' };
+    for (const off of [{}, { KAFKA_SSL: 'false' }]) {
+      expect(configError({ ...sasl, ...off }).problems).toEqual([
+        'KAFKA_SASL_MECHANISM=plain without TLS would send KAFKA_SASL_PASSWORD in clear text: set KAFKA_SSL=true (and KAFKA_SSL_CA_PATH for a private CA), or use scram-sha-512',
+      ]);
+    }
+    // The mirror: PLAIN over TLS, and SCRAM without it (the password never crosses), are accepted.
+    expect(loadConfig({ ...sasl, KAFKA_SSL: 'true' }).kafka.sasl?.mechanism).toBe('plain');
+    expect(loadConfig({ ...sasl, KAFKA_SSL_CA_PATH: __filename }).kafka.sasl?.mechanism).toBe('plain');
+    expect(loadConfig({ ...sasl, KAFKA_SASL_MECHANISM: 'scram-sha-512' }).kafka.sasl?.mechanism).toBe('scram-sha-512');
+  });
+
   it('reads the SASL_SSL settings of a production cluster', () => {
     const config = loadConfig({
       KAFKA_BROKERS: 'kafka:9093',
