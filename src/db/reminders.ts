@@ -328,17 +328,25 @@ async function selectQueuedBy(
 }
 
 /**
+ * The prune's delete: the oldest `$2` ledger rows whose document expired before `$1`, found by walking
+ * `ix_document_expiry_reminders_expires_at` in order (the ORDER BY makes the walk cheaper than any
+ * other plan, whatever the statistics say) and deleted by their ctid. Without the order, statistics that
+ * overestimate what is left (the last passes of a prune, before autovacuum analyzes the table) led the
+ * planner to a sequential scan with a limit, which reads the whole ledger when few rows qualify
+ * (`test/integration/prune-plan.test.ts`).
+ */
+export const DELETE_EXPIRED_MARKERS_SQL = `delete from profile.document_expiry_reminders
+  where ctid = any(array(select ctid from profile.document_expiry_reminders
+                          where expires_at < $1::date
+                          order by expires_at
+                          limit $2))`;
+
+/**
  * Deletes up to `limit` ledger rows whose document expired before `cutoffDate`.
  * @returns how many rows it deleted; fewer than `limit` means nothing is left to prune.
  */
 export async function deleteExpiredMarkers(db: Queryable, cutoffDate: string, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `delete from profile.document_expiry_reminders
-      where id in (select id from profile.document_expiry_reminders
-                    where expires_at < $1::date
-                    limit $2)`,
-    [cutoffDate, limit],
-  );
+  const { rowCount } = await db.query(DELETE_EXPIRED_MARKERS_SQL, [cutoffDate, limit]);
   return rowCount ?? 0;
 }
 
