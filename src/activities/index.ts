@@ -3,9 +3,8 @@
  * only: they are recorded in workflow history, which every operator can read.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { partitionCount, type CycleSettings, type PartitionRef } from '../domain/cycle';
+import { partitionCount, pruneCutoffFor, type CycleSettings, type PartitionRef } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
-import { addDays } from '../domain/dates';
 import { countDueDocumentsUpTo, idRanges, selectCandidatePage, type CandidateWindow } from '../db/candidates';
 import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
@@ -170,7 +169,13 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
      * raising the ledger's prune cutoff to that date, in chunks of their own transactions, heartbeating between them so a retry after a crash just continues.
      */
     async pruneReminders(input: PruneInput): Promise<number> {
-      const cutoff = addDays(input.asOfDate, -input.retentionDays);
+      const { cutoff, heldBackFrom } = pruneCutoffFor(input.asOfDate, input.retentionDays, new Date());
+      if (heldBackFrom) {
+        logger.warn(
+          { asOfDate: input.asOfDate, retentionDays: input.retentionDays, cutoff, heldBackFrom },
+          "prune cutoff held back to the worker's today: the cycle's AsOf lies after it (a clock ahead?)",
+        );
+      }
       const chunk = input.chunkSize ?? 5_000;
       let total = 0;
       try {

@@ -3,6 +3,7 @@
  * result, and the owner-group arithmetic; the input rules are in `cycle-input.ts`. Shared by workflow and
  * activity code, so nothing here may touch Node APIs.
  */
+import { addDays, utcDate } from './dates';
 
 /** Workflow input: every field optional, each overrides the worker's configuration for this run. */
 export interface CycleInput {
@@ -211,4 +212,23 @@ export function busyRetryWindowMs(idleInTransactionTimeoutMs: number): number {
  */
 export function scheduledCycleTimeoutMs(intervalMs: number): number {
   return Math.max(60_000, Math.round(intervalMs * 0.9));
+}
+
+/** The prune's cutoff, and the AsOf it would have used when the worker's clock held it back. */
+export interface PruneCutoff {
+  cutoff: string;
+  /** AsOfDate − RetentionDays, when it lay past what the worker's clock allows (the cycle's clock ran ahead). */
+  heldBackFrom?: string;
+}
+
+/**
+ * The date before which the prune deletes markers: AsOfDate − RetentionDays, but never past the worker's
+ * own today − RetentionDays. The cutoff is raised for good (docs/DESIGN.md#resolutions), so one cycle whose
+ * AsOf came from a clock that jumped ahead (the Temporal server's, or a workflow's) would otherwise hide
+ * days from every later scan; the worker's clock has the last word.
+ */
+export function pruneCutoffFor(asOfDate: string, retentionDays: number, now: Date): PruneCutoff {
+  const wanted = addDays(asOfDate, -retentionDays);
+  const allowed = addDays(utcDate(now), -retentionDays);
+  return wanted <= allowed ? { cutoff: wanted } : { cutoff: allowed, heldBackFrom: wanted };
 }
