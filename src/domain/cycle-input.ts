@@ -204,7 +204,7 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
 /** Continuation fields that runs of older versions did not write. */
-const OPTIONAL_CONTINUATION_FIELDS = ['busyQueuedBy'];
+const OPTIONAL_CONTINUATION_FIELDS = ['busyQueuedBy', 'busyRetry'];
 /** A `queuedBy` key: `<run id>/<activity id>` (or the workflow type for an activity outside a workflow). */
 const MAX_QUEUED_BY_LENGTH = 200;
 const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && f !== 'partitions')];
@@ -297,7 +297,26 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
     );
   }
   problems.push(...busyQueuedByProblems(c.busyQueuedBy, Array.isArray(busy) ? busy : []));
+  problems.push(...busyRetryProblems(c.busyRetry, Array.isArray(busy) ? busy.length : 0));
   return problems;
+}
+
+/**
+ * `busyRetry`, when present: the round, the milliseconds waited, and how many of the carried busy owners
+ * still wait for their try of that round.
+ */
+function busyRetryProblems(value: unknown, busyOwnerCount: number): string[] {
+  if (value === undefined) return [];
+  const shape = exactFieldProblems('continuation.busyRetry', value, ['round', 'waitedMs'], ['pending']);
+  if (shape.length > 0) return shape;
+  const r = value as Record<string, number>;
+  return [
+    ...wholeNumberProblem('continuation.busyRetry.round', r.round, 0, 1_000_000),
+    ...wholeNumberProblem('continuation.busyRetry.waitedMs', r.waitedMs, 0),
+    ...(r.pending === undefined
+      ? []
+      : wholeNumberProblem('continuation.busyRetry.pending', r.pending, 1, busyOwnerCount)),
+  ];
 }
 
 /** `busyQueuedBy`, when present: for owners of `busyOwnerIds` only, a few `queuedBy` keys each. */

@@ -96,6 +96,19 @@ export interface CycleContinuation {
    * been the transaction holding them; their retry reads back what it queued. Absent in older runs.
    */
   busyQueuedBy?: Record<string, string[]>;
+  /**
+   * Set when a run handed over in the middle of its busy-owner retries, its history nearly full: the scan is
+   * done, and the next run goes on with the rounds where this one stopped. Absent otherwise.
+   */
+  busyRetry?: BusyRetryState;
+}
+
+/** Where the busy-owner retries stand: rounds done, and the pauses waited so far (within `busyRetryWindowMs`). */
+export interface BusyRetryState {
+  round: number;
+  waitedMs: number;
+  /** The first `pending` busy owners carried have not had their try of round `round` yet (its pause is over). */
+  pending?: number;
 }
 
 export type CycleStatus = 'completed' | 'time-limit' | 'cancelled';

@@ -29,6 +29,7 @@ import {
   ZERO_COUNTS,
   addCounts,
   ownerGroups,
+  type BusyRetryState,
   type CycleContinuation,
   type CycleCounts,
   type CycleInput,
@@ -69,6 +70,12 @@ const { planPartitions } = proxyActivities<Activities>({
  */
 const PARTITIONS_PATCH = 'partitions-v1';
 
+/**
+ * The patch that bounds the busy-owner retries by the run's history (they hand over to a next run when it is
+ * nearly full). A history recorded before it replays its retries unbounded, as they ran.
+ */
+const BUSY_RETRY_BOUND_PATCH = 'busy-retry-bound-v1';
+
 // Short start-to-close timeouts: they are also how soon work lost with a crashed worker is retried.
 const { findCandidatePage } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -91,6 +98,9 @@ const tracer = otel.trace.getTracer('expiry-reminder-cycle');
 
 /** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
 const EVENTS_PER_ACTIVITY = 6;
+
+/** History a run keeps for its last steps after a round of busy retries: a timer, the prune, its end. */
+const HANDOVER_EVENTS = 24;
 
 /** Runs one reminder cycle (docs/DESIGN.md says what it guarantees). */
 export async function documentExpiryReminderCycle(input: CycleInput = {}): Promise<CycleResult> {
@@ -118,13 +128,23 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
 /** The scan, the owners found busy, and the prune of a cycle (or a partition) that scans its range alone. */
 async function scanAlone(run: CycleRun): Promise<[CycleStatus, number]> {
   const pages = new PageReader(run);
-  let status = await scanPages(run, pages);
+  // A run handed over in the middle of the busy retries has no scan left to do.
+  let status = run.state.busyRetry ? 'completed' : await scanPages(run, pages);
   await run.groups.drain();
   // A page read ahead of a stop is not used; its activity must still end before the run does.
   await pages.dropReadAhead();
   if (status === 'completed') {
-    const stop = await retryBusyOwners(run.groups, run.settings, run.stopReason, run.cancelRequested);
-    if (stop) status = stop;
+    const retry = await retryBusyOwners(
+      run.groups,
+      run.settings,
+      run.stopReason,
+      run.cancelRequested,
+      // Histories recorded before the bound replay without it (docs/SAFE-DEPLOYS.md).
+      () => (patched(BUSY_RETRY_BOUND_PATCH) ? groupsThatFit(run.settings) : Number.MAX_SAFE_INTEGER),
+      run.state.busyRetry,
+    );
+    if (retry.handOver) status = await continueAsNextRun(run, retry.handOver);
+    else if (retry.stopped) status = retry.stopped;
   }
   run.groups.failStillBusy();
   // A partition leaves the prune to its cycle, which prunes once all partitions are done.
@@ -460,7 +480,7 @@ async function schedulePage(run: CycleRun, pages: PageReader, span: otel.Span): 
  * only when a cancel request (or the time limit) came while draining: that ends the cycle here, as a new
  * run would not know of it.
  */
-async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
+async function continueAsNextRun(run: CycleRun, busyRetry?: BusyRetryState): Promise<CycleStatus> {
   const { groups, settings, state, counts } = run;
   await groups.drain();
   const drained = run.stopReason();
@@ -477,6 +497,7 @@ async function continueAsNextRun(run: CycleRun): Promise<CycleStatus> {
     busyOwnerIds: carried,
     // Absent when no carried owner has a key: the continuation keeps the older shape.
     ...(busyQueuedBy ? { busyQueuedBy } : {}),
+    ...(busyRetry ? { busyRetry } : {}),
   });
 }
 
@@ -485,6 +506,19 @@ function historyNearlyFull(settings: CycleSettings, pagesAhead: number): boolean
   const pageEvents = (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
   const now = workflowInfo();
   return now.continueAsNewSuggested || now.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
+}
+
+/**
+ * Group activities the run's history still has room for, keeping {@link HANDOVER_EVENTS} for what follows
+ * them (a timer, the prune, the hand-over or the end); 0 once the server suggests continuing as new.
+ */
+function groupsThatFit(settings: CycleSettings): number {
+  const now = workflowInfo();
+  if (now.continueAsNewSuggested) return 0;
+  return Math.max(
+    0,
+    Math.floor((settings.maxHistoryEvents - now.historyLength - HANDOVER_EVENTS) / EVENTS_PER_ACTIVITY),
+  );
 }
 
 /** The scan's pages in order, each read once; the next may be read while this one's owners run. */

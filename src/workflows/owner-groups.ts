@@ -5,7 +5,13 @@
  */
 import { CancellationScope, log, proxyActivities, proxySinks, sleep, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities, RemindOwnersResult } from '../activities';
-import { ownerGroups, type CycleCounts, type CycleSettings, type CycleStatus } from '../domain/cycle';
+import {
+  ownerGroups,
+  type BusyRetryState,
+  type CycleCounts,
+  type CycleSettings,
+  type CycleStatus,
+} from '../domain/cycle';
 import { MAX_QUEUED_BY_PER_OWNER } from '../domain/cycle-input';
 import { describeFailure } from '../domain/failures';
 import type { CycleSinks } from './sinks';
@@ -26,33 +32,66 @@ const { cycleMetrics } = proxySinks<CycleSinks>();
 const BUSY_RETRY_FIRST_MS = 1_000;
 const BUSY_RETRY_MAX_MS = 30_000;
 
+/** How {@link retryBusyOwners} ended: a stop reason, or a hand-over to the next run (its history nearly full). */
+export interface BusyRetryOutcome {
+  stopped?: CycleStatus;
+  handOver?: BusyRetryState;
+}
+
 /**
  * Owners another transaction held when their group ran get more tries once the scan is done: after 1 s,
  * then doubling up to 30 s, for `busyRetryWindowMs` (twice the database's idle-in-transaction timeout,
  * the longest an orphaned transaction can keep them). A parallel cycle's hold lasts milliseconds, so
- * the first retry usually finds them free, with nothing left to send. Returns why it stopped early.
+ * the first retry usually finds them free, with nothing left to send.
+ *
+ * Each round adds a timer and a group activity per `ownerGroupSize` busy owners to history, and owners may
+ * stay busy round after round: a round schedules only the groups `groupsThatFit` says the run's history has
+ * room for (at least one per run, so every run makes progress), and hands the rest over to the next run
+ * with the rounds' state (`from` there: the round, the pauses waited, the owners of the round not retried
+ * yet), so no run passes its history limit and each owner still gets one try per round.
  */
 export async function retryBusyOwners(
   groups: RemindOwnersInFlight,
   settings: CycleSettings,
   stopReason: () => CycleStatus | undefined,
   cancelRequested: Promise<void>,
-): Promise<CycleStatus | undefined> {
-  let waited = 0;
-  for (let round = 0; groups.busyCount() > 0; round += 1) {
-    const pause = Math.min(BUSY_RETRY_FIRST_MS * 2 ** round, BUSY_RETRY_MAX_MS);
-    if (waited + pause > settings.busyRetryWindowMs) return undefined;
-    // The timer is not cancellable: a cancel request ends the pause through the race instead, so the
-    // cycle still reports `cancelled` with its counts.
-    await Promise.race([CancellationScope.nonCancellable(() => sleep(pause)), cancelRequested]);
-    waited += pause;
-    const stop = stopReason();
-    if (stop) return stop;
-    const scheduled = await groups.schedule(groups.takeBusy(), stopReason, true);
+  groupsThatFit: () => number,
+  from: BusyRetryState = { round: 0, waitedMs: 0 },
+): Promise<BusyRetryOutcome> {
+  let { round, waitedMs } = from;
+  // Owners at the head of the busy list not yet retried in round `round` (its pause already waited).
+  let pending = from.pending ?? 0;
+  let retriedHere = false;
+  while (groups.busyCount() > 0) {
+    if (pending === 0) {
+      const pause = Math.min(BUSY_RETRY_FIRST_MS * 2 ** round, BUSY_RETRY_MAX_MS);
+      if (waitedMs + pause > settings.busyRetryWindowMs) return {};
+      if (retriedHere && groupsThatFit() < 1) return { handOver: { round, waitedMs } };
+      // The timer is not cancellable: a cancel request ends the pause through the race instead, so the
+      // cycle still reports `cancelled` with its counts.
+      await Promise.race([CancellationScope.nonCancellable(() => sleep(pause)), cancelRequested]);
+      waitedMs += pause;
+      const stop = stopReason();
+      if (stop) return { stopped: stop };
+      const all = groups.takeBusy();
+      groups.keepBusy(all);
+      pending = all.length;
+    }
+    // A run that has retried nothing yet takes at least one group, so every run makes progress.
+    const room = retriedHere ? groupsThatFit() : Math.max(1, groupsThatFit());
+    if (room < 1) return { handOver: { round, waitedMs, pending } };
+    const busy = groups.takeBusy();
+    const now = busy.slice(0, Math.min(pending, room * groups.groupSize));
+    // The round's owners not retried yet stay first, ahead of those it retried that are busy again.
+    groups.keepBusy(busy.slice(now.length));
+    retriedHere = true;
+    const scheduled = await groups.schedule(now, stopReason, true);
     await groups.drain();
-    if (scheduled.stopped) return scheduled.stopped;
+    if (scheduled.stopped) return { stopped: scheduled.stopped };
+    pending -= now.length;
+    if (pending === 0) round += 1;
   }
-  return undefined;
+  return {};
 }
 
 /**
@@ -137,6 +176,16 @@ export class RemindOwnersInFlight {
 
   busyCount(): number {
     return this.busy.length;
+  }
+
+  /** Owners a group holds. */
+  get groupSize(): number {
+    return this.size;
+  }
+
+  /** Owners taken for a retry that did not fit in this run: still busy, for the next run to carry. */
+  keepBusy(ownerUserIds: string[]): void {
+    this.busy.push(...ownerUserIds);
   }
 
   /** The owners found busy so far (each once), handed over for a retry or a continuation. */

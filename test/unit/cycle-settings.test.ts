@@ -272,6 +272,26 @@ describe('resolveCycleSettings with a continuation', () => {
     }
   });
 
+  it('takes the busy retries handed over mid-way (busyRetry): the round, the pauses waited, the owners still to try', () => {
+    const busy = good.busyOwnerIds.length;
+    for (const busyRetry of [
+      { round: 2, waitedMs: 3_000 },
+      { round: 2, waitedMs: 7_000, pending: busy },
+    ]) {
+      expect(resolveCycleSettings(DEFAULTS, { continuation: { ...good, busyRetry } }, AT).ok).toBe(true);
+    }
+    for (const [busyRetry, problem] of [
+      [{ round: -1, waitedMs: 0 }, 'continuation.busyRetry.round'],
+      [{ round: 1, waitedMs: 1.5 }, 'continuation.busyRetry.waitedMs'],
+      [{ round: 1, waitedMs: 0, pending: busy + 1 }, 'continuation.busyRetry.pending'],
+      [{ round: 1, waitedMs: 0, pending: 0 }, 'continuation.busyRetry.pending'],
+      [{ round: 1 }, 'continuation.busyRetry'],
+      [{ round: 1, waitedMs: 0, more: 1 }, 'continuation.busyRetry'],
+    ] as const) {
+      expect(problemsOf({ continuation: { ...good, busyRetry } }).join('\n')).toContain(problem);
+    }
+  });
+
   it('still refuses a continuation whose AsOf is after today by both clocks (typed by hand)', () => {
     const lagging = { ...AT, workflowTime: new Date(NOW.getTime() + 60_000) };
     const future = { ...good, settings: { ...settings, asOf: '2026-06-02T00:30:00.000Z', asOfDate: '2026-06-02' } };

@@ -164,3 +164,39 @@ test('a busy owner is retried naming the activity that found it busy, also acros
     },
   );
 });
+
+test('busy retries never take a run past maxHistoryEvents: owners busy round after round on groups of one hand over to the next run, and the rounds go on where they stopped (issue 28)', async () => {
+  // The worst case the settings allow for the retries: every owner busy in every round, one owner per group
+  // activity. Each round would add 30 group activities (about 180 events) to a 400-event run.
+  const busyPage = owners(1, 30);
+  const maxHistoryEvents = 400;
+  await withCycle(
+    cycle(),
+    { pages: [busyPage], owner: () => 'busy' },
+    { batchSize: 60, ownerConcurrency: 4, ownerGroupSize: 1, maxHistoryEvents },
+    async ({ handle, histories, calls }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({
+          status: 'completed',
+          ownersBusy: 30,
+          failedOwners: 30,
+          ownersProcessed: 0,
+          pages: 1,
+        }),
+      );
+      expect(result.runs).toBeGreaterThan(1);
+      const runs = await histories();
+      expect(runs).toHaveLength(result.runs);
+      for (const run of runs) expect(run.events.length).toBeLessThanOrEqual(maxHistoryEvents);
+      // The rounds go on across the runs: the same pauses as one run would take (1 + 2 + 4 + 8 + 16 s within
+      // the 60 s window), not a new window per run; every owner is retried in each of the five rounds.
+      expect(runs.flatMap((r) => timerSeconds(r.events))).toEqual([1, 2, 4, 8, 16]);
+      expect(groups(callsOf(calls, 'remindOwners')).flat()).toHaveLength(30 * 6);
+      for (const run of runs.slice(1)) expect(runInput(run.events).continuation?.busyRetry).toBeDefined();
+      // One page read, by the first run only; one prune, by the last.
+      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(1);
+      expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
+    },
+  );
+});
