@@ -2,6 +2,7 @@
 import ms from 'ms';
 import type { z } from 'zod';
 import { busyRetryWindowMs, scheduledCycleTimeoutMs } from '../domain/cycle';
+import { pageHistoryProblems } from '../domain/cycle-input';
 import { redactUrl } from '../observability/redact';
 import { ConfigError } from './errors';
 import { schema, temporalAddress, temporalNamespace } from './schema';
@@ -66,6 +67,31 @@ function scheduleProblems(v: Variables, raw: Record<string, string>): string[] {
     );
   }
   return problems;
+}
+
+/** The configured page must fit in a run's history ({@link pageHistoryProblems}), named by its variables. */
+function cycleHistoryProblems(v: Variables): string[] {
+  const { REMINDER_BATCH_SIZE, REMINDER_OWNER_CONCURRENCY, REMINDER_OWNER_GROUP_SIZE, REMINDER_MAX_HISTORY_EVENTS } = v;
+  const given = [
+    REMINDER_BATCH_SIZE,
+    REMINDER_OWNER_CONCURRENCY,
+    REMINDER_OWNER_GROUP_SIZE,
+    REMINDER_MAX_HISTORY_EVENTS,
+  ];
+  if (!given.every((n) => typeof n === 'number')) return [];
+  return pageHistoryProblems(
+    {
+      batchSize: REMINDER_BATCH_SIZE,
+      ownerConcurrency: REMINDER_OWNER_CONCURRENCY,
+      ownerGroupSize: REMINDER_OWNER_GROUP_SIZE,
+      maxHistoryEvents: REMINDER_MAX_HISTORY_EVENTS,
+    },
+    {
+      batchSize: 'REMINDER_BATCH_SIZE',
+      ownerGroupSize: 'REMINDER_OWNER_GROUP_SIZE',
+      maxHistoryEvents: 'REMINDER_MAX_HISTORY_EVENTS',
+    },
+  );
 }
 
 /** Address and namespace taken from a temporal.toml, which the schema did not see, checked as the variables are. */
@@ -161,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const temporal = loadTemporalProfile(env);
   if ('problems' in temporal) problems.push(...temporal.problems);
   else problems.push(...profileProblems(temporal, env));
+  problems.push(...cycleHistoryProblems(values));
   if (raw.KAFKA_SASL_MECHANISM && !(raw.KAFKA_SASL_USERNAME && raw.KAFKA_SASL_PASSWORD)) {
     problems.push('KAFKA_SASL_MECHANISM is set: expected KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD too');
   }

@@ -11,6 +11,7 @@ import {
   MAX_OWNER_CONCURRENCY,
   MAX_OWNER_GROUP_SIZE,
   MAX_PARTITIONS,
+  pageHistoryEvents,
   ZERO_COUNTS,
   type CycleContinuation,
   type CycleCounts,
@@ -139,6 +140,8 @@ export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, at
   }
   const resolved = resolveOverrides(defaults, fields as CycleInput, start);
   if (!resolved.ok) problems.push(...resolved.problems);
+  // A first run's settings only: a continuation keeps what its first run fixed (a rollout never fails it).
+  else problems.push(...pageHistoryProblems(resolved.settings));
   return problems.length > 0 ? { ok: false, problems } : resolved;
 }
 
@@ -199,6 +202,36 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
       : []),
   );
   return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
+}
+
+/** What the settings of {@link pageHistoryProblems} are called where they were given. */
+const SETTING_NAMES = {
+  batchSize: 'batchSize',
+  ownerGroupSize: 'ownerGroupSize',
+  maxHistoryEvents: 'maxHistoryEvents',
+};
+
+/** Temporal's default history limit: a run past it is terminated, with no prune and no result. */
+export const SERVER_HISTORY_EVENT_LIMIT = 51_200;
+
+/**
+ * A run continues as new between pages, once its history nears `maxHistoryEvents`: one page more may still
+ * come on top ({@link pageHistoryEvents}), and the two must stay under Temporal's limit. The settings allow a
+ * page of 10,000 documents in groups of one, 60,006 events on its own.
+ * @param names what to call the settings (the input's fields, or the worker's variables).
+ */
+export function pageHistoryProblems(
+  settings: Pick<CycleSettings, 'batchSize' | 'ownerConcurrency' | 'ownerGroupSize' | 'maxHistoryEvents'>,
+  names: typeof SETTING_NAMES = SETTING_NAMES,
+): string[] {
+  const events = pageHistoryEvents(settings);
+  if (settings.maxHistoryEvents + events <= SERVER_HISTORY_EVENT_LIMIT) return [];
+  return [
+    `${names.batchSize}=${settings.batchSize} with ${names.ownerGroupSize}=${settings.ownerGroupSize}: one page may add ` +
+      `${events} history events, and a run continues as new only once it has ${names.maxHistoryEvents}=` +
+      `${settings.maxHistoryEvents}; together past Temporal's ${SERVER_HISTORY_EVENT_LIMIT}-event limit, which ` +
+      `terminates the run. Raise ${names.ownerGroupSize}, or lower ${names.batchSize} or ${names.maxHistoryEvents}`,
+  ];
 }
 
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];

@@ -207,6 +207,20 @@ export function ownerGroups(settings: Pick<CycleSettings, 'ownerConcurrency' | '
   return { size, activities: Math.max(1, Math.floor(settings.ownerConcurrency / size)) };
 }
 
+/** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
+export const EVENTS_PER_ACTIVITY = 6;
+
+/**
+ * History one page may add at worst: its own activity and one group activity per `ownerGroupSize` of its
+ * `batchSize` documents (each document another owner). A run continues as new between pages, so one page
+ * must fit in `maxHistoryEvents`, or a run may pass it, and the server's 51,200-event limit with it.
+ */
+export function pageHistoryEvents(
+  settings: Pick<CycleSettings, 'batchSize' | 'ownerConcurrency' | 'ownerGroupSize'>,
+): number {
+  return (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
+}
+
 /**
  * How long a cycle retries owners it found busy. An owner stays locked for as long as the transaction
  * holding it lives; one orphaned by a dead worker lives until PostgreSQL ends its idle session, so twice

@@ -28,7 +28,8 @@ import type { Activities, CandidatePage, PartitionPlan } from '../activities';
 import {
   ZERO_COUNTS,
   addCounts,
-  ownerGroups,
+  EVENTS_PER_ACTIVITY,
+  pageHistoryEvents,
   type BusyRetryState,
   type CycleContinuation,
   type CycleCounts,
@@ -95,9 +96,6 @@ const { cycleMetrics } = proxySinks<CycleSinks>();
  * register in the workflow sandbox (exported through a sink, never on replay); without them it is a no-op.
  */
 const tracer = otel.trace.getTracer('expiry-reminder-cycle');
-
-/** History events an activity may cost at worst (scheduled, started, completed, plus a workflow task). */
-const EVENTS_PER_ACTIVITY = 6;
 
 /** History a run keeps for its last steps after a round of busy retries: a timer, the prune, its end. */
 const HANDOVER_EVENTS = 24;
@@ -503,7 +501,7 @@ async function continueAsNextRun(run: CycleRun, busyRetry?: BusyRetryState): Pro
 
 /** History a page may still add, `pagesAhead` times over: its own activity, and its owners' activities. */
 function historyNearlyFull(settings: CycleSettings, pagesAhead: number): boolean {
-  const pageEvents = (Math.ceil(settings.batchSize / ownerGroups(settings).size) + 1) * EVENTS_PER_ACTIVITY;
+  const pageEvents = pageHistoryEvents(settings);
   const now = workflowInfo();
   return now.continueAsNewSuggested || now.historyLength + pagesAhead * pageEvents > settings.maxHistoryEvents;
 }

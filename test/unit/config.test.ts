@@ -172,6 +172,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...sasl, KAFKA_SASL_MECHANISM: 'scram-sha-512' }).kafka.sasl?.mechanism).toBe('scram-sha-512');
   });
 
+  it("refuses a page whose groups could pass a run's history limit, naming the variables (issue 28)", () => {
+    expect(configError({ REMINDER_BATCH_SIZE: '10000', REMINDER_OWNER_GROUP_SIZE: '1' }).problems).toEqual([
+      "REMINDER_BATCH_SIZE=10000 with REMINDER_OWNER_GROUP_SIZE=1: one page may add 60006 history events, and a run continues as new only once it has REMINDER_MAX_HISTORY_EVENTS=9000; together past Temporal's 51200-event limit, which terminates the run. Raise REMINDER_OWNER_GROUP_SIZE, or lower REMINDER_BATCH_SIZE or REMINDER_MAX_HISTORY_EVENTS",
+    ]);
+    expect(loadConfig({ REMINDER_BATCH_SIZE: '10000', REMINDER_OWNER_GROUP_SIZE: '10' }).cycle.batchSize).toBe(10_000);
+  });
+
   it('reads the SASL_SSL settings of a production cluster', () => {
     const config = loadConfig({
       KAFKA_BROKERS: 'kafka:9093',

@@ -292,6 +292,21 @@ describe('resolveCycleSettings with a continuation', () => {
     }
   });
 
+  it("refuses a first run whose one page beside maxHistoryEvents could pass Temporal's history limit (the worst case the settings allow), not a continuation", () => {
+    // 10,000 documents in groups of one: 10,001 activities, 60,006 events, past the server's 51,200 alone.
+    expect(problemsOf({ batchSize: 10_000, ownerGroupSize: 1, maxHistoryEvents: 9_000 })).toEqual([
+      "batchSize=10000 with ownerGroupSize=1: one page may add 60006 history events, and a run continues as new only once it has maxHistoryEvents=9000; together past Temporal's 51200-event limit, which terminates the run. Raise ownerGroupSize, or lower batchSize or maxHistoryEvents",
+    ]);
+    // Groups of two (30,006 events) fit beside 9,000, not beside 40,000.
+    expect(
+      resolveCycleSettings(DEFAULTS, { batchSize: 10_000, ownerGroupSize: 2, maxHistoryEvents: 9_000 }, AT).ok,
+    ).toBe(true);
+    expect(problemsOf({ batchSize: 10_000, ownerGroupSize: 2, maxHistoryEvents: 40_000 })).toHaveLength(1);
+    // A running cycle keeps the settings its first run fixed, even ones a first run is now refused.
+    const unbounded = { ...settings, batchSize: 10_000, ownerGroupSize: 1, maxHistoryEvents: 40_000 };
+    expect(resolveCycleSettings(DEFAULTS, { continuation: { ...good, settings: unbounded } }, AT).ok).toBe(true);
+  });
+
   it('still refuses a continuation whose AsOf is after today by both clocks (typed by hand)', () => {
     const lagging = { ...AT, workflowTime: new Date(NOW.getTime() + 60_000) };
     const future = { ...good, settings: { ...settings, asOf: '2026-06-02T00:30:00.000Z', asOfDate: '2026-06-02' } };
