@@ -24,6 +24,8 @@ export interface BenchOptions {
   keepDb: boolean;
   /** `dist` (the compiled worker, as deployed) or `src` (the sources under tsx). */
   worker: string;
+  /** `--workers`: worker processes polling the cycle's task queue (1–8, default 1). */
+  workers: number;
   /** `--compare`: git revisions (comma-separated) to run the same workload for, beside the working tree (bench/compare). */
   compare?: string;
   /** `--rounds`: how many times `--compare` runs each revision, interleaved (default 3). */
@@ -57,6 +59,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
       'keep-db': { type: 'boolean', default: false },
       worker: { type: 'string', default: 'dist' },
+      workers: { type: 'string', default: '1' },
       compare: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       profile: { type: 'string' },
@@ -65,6 +68,9 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
   if (a.profile !== undefined && a.profile !== 'dev' && a.profile !== 'production')
     throw new Error(`--profile must be dev or production, got ${a.profile}`);
   const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const workers = Number(a.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 8)
+    throw new Error(`--workers must be a whole number from 1 to 8, got ${a.workers}`);
   return {
     workload: a.workload,
     documents: optionalNumber(a.documents),
@@ -80,6 +86,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     asOf: a['as-of'],
     keepDb: a['keep-db'],
     worker: a.worker,
+    workers,
     compare: a.compare,
     rounds: Number(a.rounds),
     profile: a.profile,

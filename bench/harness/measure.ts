@@ -88,13 +88,14 @@ function processGroup(pid: string, comm: string): string {
 const TEMPORAL_BACKEND = /^postgres: temporal /;
 
 /**
- * CPU seconds (user + system) per process group: the worker, the Temporal server, PostgreSQL, the Kafka
+ * CPU seconds (user + system) per process group: the worker (every worker process of `workerPids`), the Temporal server, PostgreSQL, the Kafka
  * broker, this process; only the stack's own processes once {@link scopeCpuToDescendantsOf} was called.
  * `postgresTemporalBackends` is the part of `postgres` spent in the live backends of the Temporal server's
  * role (the production profile keeps Temporal's stores in the same cluster): those connections live an
  * hour (ops/temporal/config.yaml), so a run's own are all in it; a backend reaped meanwhile is in `postgres` only.
  */
-export function cpuSnapshot(workerPid?: number): Record<string, number> {
+export function cpuSnapshot(workerPids: number | readonly number[] = []): Record<string, number> {
+  const workers = new Set(typeof workerPids === 'number' ? [workerPids] : workerPids);
   const tick = 100; // USER_HZ on Linux
   const out: Record<string, number> = {
     worker: 0,
@@ -133,7 +134,7 @@ export function cpuSnapshot(workerPid?: number): Record<string, number> {
   };
   for (const [pid, { comm, cpu }] of processes) {
     if (!inScope(pid)) continue;
-    const key = pid === workerPid ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
+    const key = workers.has(pid) ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
     out[key] += cpu;
     if (key === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
   }

@@ -15,7 +15,7 @@ import { temporalCycle } from './temporal';
 export async function endToEndCycle(
   label: string,
   bench: Bench,
-  worker: BenchWorker,
+  workers: readonly BenchWorker[],
   taskQueue: string,
   s: CycleSettings,
 ): Promise<Measurement> {
@@ -23,7 +23,7 @@ export async function endToEndCycle(
   const relay = await startRelayProcess(options.worker, relayEnv(env, database.relayUrl));
   try {
     const t0 = performance.now();
-    const cycle = await temporalCycle(label, client, worker, taskQueue, s);
+    const cycle = await temporalCycle(label, client, workers, taskQueue, s);
     // The relay's own count of published rows, not a count over the outbox, which would compete with it.
     const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from profile.outbox_messages');
     await relay.waitForPublished(rows[0].n, 30 * 60_000);

@@ -7,23 +7,37 @@
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { temporal as proto } from '@temporalio/proto';
+import { partitionWorkflowId } from '../../../src/domain/cycle';
 import { WORKFLOW_TYPE } from '../../../src/domain/names';
 import type { CycleWorkflow } from '../../../src/workflows';
-import { cpuDelta, cpuSnapshot, measurement, procStatusKb, sampleRss, type Measurement } from '../../harness/measure';
+import {
+  cpuDelta,
+  cpuSnapshot,
+  measurement,
+  processCpuSeconds,
+  procStatusKb,
+  sampleRss,
+  type Measurement,
+} from '../../harness/measure';
 import type { BenchWorker } from '../../harness/worker';
 import type { CycleSettings } from './settings';
 
-/** One cycle through Temporal; the measurement has the history events per run and the worker's RSS peak. */
+/**
+ * One cycle through Temporal on `workers` (all polling `taskQueue`); the measurement has the history events
+ * per run (the cycle's and each partition's), the workers' RSS peak, and with more than one worker each
+ * one's share of the group activities (who started them, by the identity in history) and of the CPU.
+ */
 export async function temporalCycle(
   label: string,
   client: Client,
-  worker: BenchWorker,
+  workers: readonly BenchWorker[],
   taskQueue: string,
   s: CycleSettings,
 ): Promise<Measurement> {
-  const pid = worker.child.pid!;
-  const rss = sampleRss(pid);
-  const cpu0 = cpuSnapshot(pid);
+  const pids = workers.map((w) => w.child.pid!);
+  const rss = pids.map((pid) => sampleRss(pid));
+  const cpu0 = cpuSnapshot(pids);
+  const own0 = pids.map((pid) => processCpuSeconds(pid));
   const t0 = performance.now();
   const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {
     taskQueue,
@@ -34,26 +48,80 @@ export async function temporalCycle(
   });
   const result = await handle.result();
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = cpuDelta(cpu0, cpuSnapshot(pid), seconds);
-  const peakRss = rss.stop();
-  const eventsPerRun: number[] = [];
-  let runId: string | undefined = handle.firstExecutionRunId;
-  while (runId) {
-    const history: proto.api.history.v1.IHistory = await client.workflow
-      .getHandle<CycleWorkflow>(handle.workflowId, runId)
-      .fetchHistory();
-    const events: proto.api.history.v1.IHistoryEvent[] = history.events ?? [];
-    eventsPerRun.push(events.length);
-    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-  }
+  const cpu = cpuDelta(cpu0, cpuSnapshot(pids), seconds);
+  const peaks = rss.map((r) => r.stop());
+  const cycleRuns = await runHistories(client, handle.workflowId, handle.firstExecutionRunId);
+  const partitionRuns = await Promise.all(
+    Array.from({ length: result.partitions ?? 0 }, (_, index) =>
+      runHistories(client, partitionWorkflowId(handle.workflowId, { index, count: result.partitions! })),
+    ),
+  );
+  const groups = groupsByIdentity([...cycleRuns, ...partitionRuns.flat()]);
+  const perWorker =
+    workers.length > 1
+      ? Object.fromEntries(
+          pids.map((pid, i) => {
+            const started = [...groups]
+              .filter(([identity]) => identity.startsWith(`${pid}@`))
+              .reduce((n, [, c]) => n + c, 0);
+            const total = [...groups.values()].reduce((n, c) => n + c, 0);
+            return [
+              `worker ${i + 1} (pid ${pid})`,
+              {
+                groups: started,
+                groupShare: total > 0 ? Number((started / total).toFixed(3)) : 0,
+                cpuSeconds: Number((processCpuSeconds(pid) - own0[i]).toFixed(2)),
+              },
+            ];
+          }),
+        )
+      : undefined;
   return measurement(label, seconds, result.ownersProcessed, result.documentsSeen, result.remindersSent, result.pages, {
     status: result.status,
     failedOwners: result.failedOwners,
     workflowDurationMs: result.durationMs,
     runs: result.runs,
-    historyEventsPerRun: eventsPerRun,
-    workerPeakRssMb: Math.round(peakRss / 1024),
-    workerVmHwmMb: Math.round(procStatusKb(pid, 'VmHWM') / 1024),
+    partitions: result.partitions ?? 1,
+    historyEventsPerRun: cycleRuns.map((r) => r.length),
+    partitionHistoryEventsPerRun: partitionRuns.map((runs) => runs.map((r) => r.length)),
+    workers: workers.length,
+    ...(perWorker ? { perWorker } : {}),
+    workerPeakRssMb: Math.round(Math.max(...peaks) / 1024),
+    workerVmHwmMb: Math.round(Math.max(...pids.map((pid) => procStatusKb(pid, 'VmHWM'))) / 1024),
     cpu,
   });
+}
+
+type HistoryEvent = proto.api.history.v1.IHistoryEvent;
+
+/** The events of each run of a workflow's chain, first run first (following continue-as-new). */
+async function runHistories(client: Client, workflowId: string, firstRunId?: string): Promise<HistoryEvent[][]> {
+  const runs: HistoryEvent[][] = [];
+  let runId: string | undefined = firstRunId;
+  for (;;) {
+    const history = await client.workflow.getHandle<CycleWorkflow>(workflowId, runId).fetchHistory();
+    const events: HistoryEvent[] = history.events ?? [];
+    runs.push(events);
+    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    if (!runId) return runs;
+  }
+}
+
+/** `remindOwners` activities started, by the identity of the worker that started them. */
+function groupsByIdentity(runs: HistoryEvent[][]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const events of runs) {
+    const groupEvents = new Set(
+      events
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOwners')
+        .map((e) => String(e.eventId)),
+    );
+    for (const e of events) {
+      const started = e.activityTaskStartedEventAttributes;
+      if (!started || !groupEvents.has(String(started.scheduledEventId))) continue;
+      const identity = started.identity ?? '';
+      counts.set(identity, (counts.get(identity) ?? 0) + 1);
+    }
+  }
+  return counts;
 }
