@@ -212,7 +212,7 @@ const SETTING_NAMES = {
 };
 
 /** Temporal's default history limit: a run past it is terminated, with no prune and no result. */
-export const SERVER_HISTORY_EVENT_LIMIT = 51_200;
+const SERVER_HISTORY_EVENT_LIMIT = 51_200;
 
 /**
  * A run continues as new between pages, once its history nears `maxHistoryEvents`: one page more may still
