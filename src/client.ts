@@ -8,7 +8,8 @@ import { ConfigError, loadConfig, type Config } from './config';
 import { utcDate } from './domain/dates';
 import { MAX_PARTITIONS } from './domain/cycle';
 import { SCHEDULE_ID } from './domain/names';
-import { date, nonEmpty, outboxRowId, thresholds, wholeNumberFrom } from './operations/arguments';
+import { date, documentId, nonEmpty, outboxRowId, ownerId, thresholds, wholeNumberFrom } from './operations/arguments';
+import { explainCommand, explanationText } from './operations/explain';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
 import { listParkedCommand, retryParkedCommand } from './operations/outbox';
 import { resultWithProgress } from './operations/progress';
@@ -217,6 +218,27 @@ export function buildProgram(config: () => Config): Command {
     .action(async (opts: { limit: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => listCycles(c, { taskQueue: cfg.temporal.taskQueue, limit: opts.limit })));
+    });
+
+  program
+    .command('explain')
+    .description(
+      'why (not)? for one investor: each document with its verdict as of a day, its markers and the cycles that ' +
+        'wrote them, what the next cycle would send, and the outbox rows (read-only: the worker, DATABASE_URL; ' +
+        'the outbox as the relay, RELAY_DATABASE_URL)',
+    )
+    .option('--owner <id>', "the investor's id (owner_user_id)", ownerId)
+    .option('--document <id>', "a document's id: its owner is explained, this document shown", documentId)
+    .option('--as-of <date>', 'the day to read the rule as of (YYYY-MM-DD, UTC; default today)', date)
+    .option('--json', 'print the answer as JSON')
+    .action(async (opts: { owner?: string; document?: string; asOf?: string; json?: boolean }, cmd: Command) => {
+      if ((opts.owner === undefined) === (opts.document === undefined)) {
+        cmd.error('error: give exactly one of --owner <id> or --document <id>', { exitCode: 64 });
+      }
+      const target = opts.owner !== undefined ? { ownerUserId: opts.owner } : { documentId: opts.document! };
+      const answer = await explainCommand(config(), target, { asOfDate: opts.asOf ?? utcDate(new Date()) });
+      if (opts.json) print(answer);
+      else process.stdout.write(explanationText(answer));
     });
 
   const outbox = program

@@ -26,12 +26,20 @@ export const thresholds = argument(thresholdDays);
 /** A whole number from `min` to `max`. */
 export const wholeNumberFrom = (min: number, max: number) => argument(wholeNumber(min, max));
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UUID, lower-cased; `what` names it in the error. */
+const uuidOf = (what: string) =>
+  argument((text) => (UUID_RE.test(text) ? { value: text.toLowerCase() } : { expected: `expected ${what}` }));
+
 /** An outbox row id, lower-cased. */
-export const outboxRowId = argument((text) =>
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)
-    ? { value: text.toLowerCase() }
-    : { expected: 'expected an outbox row id (a UUID, as `outbox parked` lists them)' },
-);
+export const outboxRowId = uuidOf('an outbox row id (a UUID, as `outbox parked` lists them)');
+
+/** An investor's id (the documents' owner_user_id), lower-cased. */
+export const ownerId = uuidOf("an investor's id (a UUID: the documents' owner_user_id)");
+
+/** A document's id, lower-cased. */
+export const documentId = uuidOf("a document's id (a UUID)");
 
 /** Some text, trimmed. */
 export const nonEmpty = argument((text) => (text.trim() ? { value: text.trim() } : { expected: 'expected some text' }));

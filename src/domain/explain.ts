@@ -1,0 +1,114 @@
+/**
+ * `explain`: why a document was, or was not, reminded, as of a day, in words a support desk reads. The
+ * rule is the scan's (docs/DESIGN.md, "Due"): in the window, active, not deleted, and no marker at or below
+ * its current threshold. This is its reading for one document; the statements that decide it stay in
+ * PostgreSQL, and `explain` runs the owner statement's own read (`dueCtes`) beside this to say what the
+ * next cycle would send, so the two can be compared and never drift unseen.
+ */
+import { addDays, daysBetween } from './dates';
+
+/** One of the owner's documents as `explain` reads it (never its cipher). */
+export interface ExplainedDocumentInput {
+  documentId: string;
+  type: string;
+  numberMask: string;
+  status: string;
+  isDeleted: boolean;
+  /** `YYYY-MM-DD`, or null for a document that never expires. */
+  expiresAt: string | null;
+}
+
+/** A marker of the ledger: a reminder (or a silent mark) for one threshold of the document. */
+export interface ExplainedMarker {
+  thresholdDays: number;
+  remindedAt: string;
+  /** `<run id>/<activity id>` of the owner transaction that inserted it; null for markers before it was kept. */
+  queuedBy: string | null;
+}
+
+/** The day and the rule `explain` reads a document against. */
+export interface ExplainWindow {
+  asOfDate: string;
+  thresholdsDays: readonly number[];
+  retentionDays: number;
+  /** The ledger's prune cutoff (never scanned below), or null before the first prune. */
+  pruneCutoff: string | null;
+}
+
+type Verdict =
+  'deleted' | 'inactive' | 'no-expiry' | 'not-due' | 'past-retention' | 'pruned' | 'reminded' | 'due';
+
+/** What `explain` says of one document. */
+export interface DocumentExplanation extends ExplainedDocumentInput {
+  /** Days from the AsOf date to the expiry (negative once expired); null without an expiry. */
+  daysLeft: number | null;
+  /** The thresholds already crossed as of the day (`daysLeft <= t`), most urgent last. */
+  thresholdsCrossed: number[];
+  /** The smallest threshold at or above `daysLeft`: the reminder the document is due for. */
+  currentThreshold: number | null;
+  markers: ExplainedMarker[];
+  verdict: Verdict;
+  /** The verdict in words. */
+  why: string;
+}
+
+/**
+ * The verdict for one document as of `window.asOfDate`, with its markers: the first rule that applies of
+ * deleted, inactive, no expiry, past retention, below the prune cutoff, not due yet, reminded, due.
+ */
+export function explainDocument(
+  doc: ExplainedDocumentInput,
+  markers: readonly ExplainedMarker[],
+  window: ExplainWindow,
+): DocumentExplanation {
+  const ascending = [...window.thresholdsDays].sort((a, b) => a - b);
+  const daysLeft = doc.expiresAt === null ? null : daysBetween(window.asOfDate, doc.expiresAt);
+  const currentThreshold = daysLeft === null ? null : (ascending.find((t) => daysLeft <= t) ?? null);
+  const thresholdsCrossed = daysLeft === null ? [] : [...ascending].reverse().filter((t) => daysLeft <= t);
+  const sorted = [...markers].sort((a, b) => b.thresholdDays - a.thresholdDays);
+  const base = { ...doc, daysLeft, thresholdsCrossed, currentThreshold, markers: sorted };
+  const say = (verdict: Verdict, why: string): DocumentExplanation => ({ ...base, verdict, why });
+
+  if (doc.isDeleted) return say('deleted', 'deleted: a deleted document is never reminded');
+  if (doc.status !== 'Active') return say('inactive', `inactive (${doc.status}): only active documents are reminded`);
+  if (doc.expiresAt === null || daysLeft === null) return say('no-expiry', 'no expiry date: never reminded');
+  const byRetention = addDays(window.asOfDate, -window.retentionDays);
+  if (doc.expiresAt < byRetention) {
+    return say(
+      'past-retention',
+      `expired ${-daysLeft} days before ${window.asOfDate}, more than the retention of ${window.retentionDays} days: no longer reminded`,
+    );
+  }
+  if (window.pruneCutoff !== null && doc.expiresAt < window.pruneCutoff) {
+    return say(
+      'pruned',
+      `expired before the prune cutoff ${window.pruneCutoff}: its markers may be pruned, and no cycle, of any day, reads below the cutoff, so it is not reminded again`,
+    );
+  }
+  if (currentThreshold === null) {
+    return say(
+      'not-due',
+      `not due: expires in ${daysLeft} days, and the first threshold is ${ascending[ascending.length - 1]} days`,
+    );
+  }
+  // The reminder that counts is the most urgent one at or below the current threshold (resolution 2).
+  const sent = sorted.filter((m) => m.thresholdDays <= currentThreshold).at(-1);
+  if (sent) {
+    const next = ascending.filter((t) => t < sent.thresholdDays).at(-1);
+    return say(
+      'reminded',
+      `reminded at ${days(sent.thresholdDays)} on ${sent.remindedAt.slice(0, 10)}` +
+        (sent.queuedBy ? ` by run ${sent.queuedBy.split('/')[0]}` : '') +
+        (next === undefined ? '; no threshold is left below it' : `; the next reminder is at ${days(next)}`),
+    );
+  }
+  return say(
+    'due',
+    `due: the next cycle as of ${window.asOfDate} reminds it at ${currentThreshold} days (${daysLeft < 0 ? `expired ${-daysLeft} days ago` : `${daysLeft} days left`})`,
+  );
+}
+
+/** `n days`, or `1 day`. */
+function days(n: number): string {
+  return n === 1 ? '1 day' : `${n} days`;
+}
