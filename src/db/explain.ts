@@ -56,6 +56,8 @@ export interface OwnerEvent {
   retries: number;
   parkedAt: string | null;
   lastError: string | null;
+  /** Where Kafka appended it (a consumer finds it there); null until published, and for older rows. */
+  kafka: { partition: number; offset: string } | null;
   /** The documents it reminded of, with the threshold of each. */
   documents: { documentId: string; thresholdDays: number }[];
 }
@@ -69,6 +71,9 @@ export async function selectOwnerEvents(db: Queryable, ownerUserId: string): Pro
             attempts, retries,
             to_char(parked_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "parkedAt",
             last_error as "lastError",
+            case when published_partition is not null
+                 then jsonb_build_object('partition', published_partition, 'offset', published_offset::text)
+            end as kafka,
             coalesce((select jsonb_agg(jsonb_build_object('documentId', d->>'documentId',
                                                            'thresholdDays', (d->>'thresholdDays')::int))
                         from jsonb_array_elements(payload->'documents') d), '[]') as documents

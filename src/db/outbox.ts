@@ -88,13 +88,28 @@ export async function explainClaim(db: Queryable, limit: number): Promise<string
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
-/** Marks claimed rows published (and counts the attempt). */
-export async function markPublished(db: Queryable, ids: readonly string[]): Promise<void> {
+/** Where Kafka appended a row (see the relay's delivery): partition and offset. */
+export interface PublishedPlacement {
+  partition: number;
+  offset: string;
+}
+
+/**
+ * Marks claimed rows published (and counts the attempt), with the partition and offset Kafka gave each
+ * (migration 015); a row without a placement keeps them null.
+ */
+export async function markPublished(
+  db: Queryable,
+  ids: readonly string[],
+  placements: ReadonlyMap<string, PublishedPlacement> = new Map(),
+): Promise<void> {
   await db.query(
-    `update profile.outbox_messages
-        set published_at = now(), attempts = attempts + 1, last_error = null
-      where id = any($1::uuid[])`,
-    [ids],
+    `update profile.outbox_messages o
+        set published_at = now(), attempts = o.attempts + 1, last_error = null,
+            published_partition = p.partition, published_offset = p.kafka_offset
+       from unnest($1::uuid[], $2::int[], $3::bigint[]) as p(id, partition, kafka_offset)
+      where o.id = p.id`,
+    [ids, ids.map((id) => placements.get(id)?.partition ?? null), ids.map((id) => placements.get(id)?.offset ?? null)],
   );
 }
 

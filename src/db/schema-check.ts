@@ -16,6 +16,7 @@ const TYPE_NAMES = {
   date: ['date'],
   text: ['character varying', 'text'],
   integer: ['integer'],
+  bigint: ['bigint'],
   boolean: ['boolean'],
   timestamptz: ['timestamp with time zone'],
   jsonb: ['jsonb'],
@@ -53,6 +54,8 @@ const OUTBOX_COLUMNS: Readonly<Record<string, ColumnType>> = {
   trace_context: 'text',
   parked_at: 'timestamptz',
   rejections: 'integer',
+  published_partition: 'integer',
+  published_offset: 'bigint',
 };
 
 const OUTBOX_INSERTED = [

@@ -35,8 +35,7 @@ export interface ExplainWindow {
   pruneCutoff: string | null;
 }
 
-type Verdict =
-  'deleted' | 'inactive' | 'no-expiry' | 'not-due' | 'past-retention' | 'pruned' | 'reminded' | 'due';
+type Verdict = 'deleted' | 'inactive' | 'no-expiry' | 'not-due' | 'past-retention' | 'pruned' | 'reminded' | 'due';
 
 /** What `explain` says of one document. */
 export interface DocumentExplanation extends ExplainedDocumentInput {

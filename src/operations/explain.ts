@@ -123,7 +123,7 @@ export function explanationText(e: Explanation): string {
       const state = ev.parkedAt
         ? `parked ${ev.parkedAt} (${ev.lastError ?? 'no error kept'})`
         : ev.publishedAt
-          ? `published ${ev.publishedAt}`
+          ? `published ${ev.publishedAt}${ev.kafka ? ` to partition ${ev.kafka.partition} at offset ${ev.kafka.offset}` : ''}`
           : `waiting to be published${ev.lastError ? ` (last error: ${ev.lastError})` : ''}`;
       lines.push(
         `  ${ev.eventId} by cycle ${ev.correlationId}, created ${ev.createdAt}, ${state}, ${ev.attempts} attempts` +

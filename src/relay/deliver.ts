@@ -8,7 +8,7 @@
  * so order per key holds. A failure without a verdict (Kafka unreachable, the deadline) releases the rows
  * of that request, or of that partition, not yet acknowledged, as failed.
  */
-import type { OutboxMessage } from '../db/outbox';
+import type { OutboxMessage, PublishedPlacement } from '../db/outbox';
 import { TOPIC } from '../domain/names';
 import type { LeaderGroup, PartitionGroup } from './partitions';
 import { topicRefusal, TopicRefusedError } from './refusals';
@@ -71,6 +71,8 @@ export class Deadline {
 export interface Delivery {
   /** Acknowledged by Kafka: mark them published. */
   published: OutboxMessage[];
+  /** Where each published row went, by row id, when Kafka said (the base offset of its partition's batch). */
+  placements: Map<string, PublishedPlacement>;
   /** Refused by Kafka when sent on their own, with Kafka's reason. */
   rejected: { row: OutboxMessage; error: string }[];
   /** Fate unknown (no verdict): release them as a failed attempt. */
@@ -79,8 +81,33 @@ export interface Delivery {
   error?: Error;
 }
 
-/** Sends groups that share `leader` in one produce request; resolves once Kafka acknowledged them all. */
-export type SendGroups = (groups: readonly PartitionGroup[], leader: number) => Promise<void>;
+/** Kafka's acknowledgement of one partition's messages in a produce request: where the first was appended. */
+interface Appended {
+  topicName: string;
+  partition: number;
+  baseOffset?: string;
+}
+
+/**
+ * Sends groups that share `leader` in one produce request; resolves once Kafka acknowledged them all, with
+ * each partition's base offset when the client reports it.
+ */
+export type SendGroups = (groups: readonly PartitionGroup[], leader: number) => Promise<readonly Appended[] | void>;
+
+/**
+ * Records where `groups`' rows went: a partition's messages of one request are appended in order from its
+ * base offset, so the i-th row of a group sits at base + i.
+ */
+function place(out: Delivery, groups: readonly PartitionGroup[], appended: readonly Appended[] | void): void {
+  for (const group of groups) {
+    out.published.push(...group.rows);
+    const base = appended?.find((a) => a.topicName === group.topic && a.partition === group.partition)?.baseOffset;
+    if (base === undefined || !/^\d+$/.test(base)) continue;
+    group.rows.forEach((row, i) => {
+      out.placements.set(row.id, { partition: group.partition, offset: (BigInt(base) + BigInt(i)).toString() });
+    });
+  }
+}
 
 /** Delivers every leader's request at once, each under `deadline`, and says what became of each row. */
 export async function deliver(
@@ -88,7 +115,7 @@ export async function deliver(
   send: SendGroups,
   deadline: Deadline,
 ): Promise<Delivery> {
-  const out: Delivery = { published: [], rejected: [], failed: [] };
+  const out: Delivery = { published: [], placements: new Map(), rejected: [], failed: [] };
   await Promise.all(leaders.map((leader) => deliverLeader(leader, send, deadline, out)));
   return out;
 }
@@ -101,8 +128,7 @@ async function deliverLeader(
 ): Promise<void> {
   let refusal: Error | undefined;
   try {
-    await deadline.race(send(groups, leader));
-    for (const group of groups) out.published.push(...group.rows);
+    place(out, groups, await deadline.race(send(groups, leader)));
     return;
   } catch (err) {
     // A topic refusal may be one partition's: each is sent again alone, as for content.
@@ -163,9 +189,10 @@ async function deliverPartition(
     const ready = rows.filter((r) => !held.has(r.message_key));
     if (ready.length === 0) return;
     try {
-      await deadline.race(send([{ ...group, rows: ready }], leader));
+      const piece = { ...group, rows: ready };
+      const appended = await deadline.race(send([piece], leader));
       for (const row of ready) done.add(row);
-      out.published.push(...ready);
+      place(out, [piece], appended);
       return;
     } catch (err) {
       const refusal = contentRefusal(err) ?? topicRefusal(err);

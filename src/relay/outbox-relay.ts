@@ -202,7 +202,7 @@ export class OutboxRelay {
       sentAt = performance.now();
       if (delivery.published.length > 0) {
         await this.deps.onSent?.(ids(delivery.published));
-        await markPublished(tx, ids(delivery.published));
+        await markPublished(tx, ids(delivery.published), delivery.placements);
       }
       const parked = await markRejected(
         tx,
@@ -276,7 +276,7 @@ export class OutboxRelay {
       delivery.rejected.unshift(...rejected);
     } catch (err) {
       // The topic or its partitions could not be read: nothing was sent.
-      delivery = { published: [], rejected: [], failed: rows, error: err as Error };
+      delivery = { published: [], placements: new Map(), rejected: [], failed: rows, error: err as Error };
     } finally {
       deadline.clear();
     }

@@ -14,6 +14,7 @@ import {
   type Kafka,
   type Message,
   type Producer,
+  type RecordMetadata,
 } from 'kafkajs';
 
 /**
@@ -151,7 +152,7 @@ export class RelayProducer {
    * @throws LeaderMovedError, instead of Kafka's error, when a partition turned out to lead elsewhere:
    *   kafkajs then split the send into several requests, and the rule above does not hold.
    */
-  async send(parts: readonly PartitionMessages[], leader: number): Promise<void> {
+  async send(parts: readonly PartitionMessages[], leader: number): Promise<RecordMetadata[]> {
     if (this.gate.closed) throw new ProducerAbandonedError();
     this.connecting ??= this.track(this.producer.connect());
     await this.connecting;
@@ -168,7 +169,7 @@ export class RelayProducer {
       byTopic.set(topic, list);
     }
     try {
-      await this.track(
+      return await this.track(
         this.producer.sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),

@@ -9,9 +9,11 @@ import { addDays } from '../../src/domain/dates';
 import { insertDocuments } from '../support/data';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
+import { stackBrokers, testRelay } from '../support/relay';
+import { waitFor } from '../support/wait';
 
 const AS_OF_DATE = '2026-09-02';
-const stack = useIntegration('explain', { worker: 'file' });
+const stack = useIntegration('explain', { worker: 'file', relayPoolSize: 2 });
 
 const explain = (target: { ownerUserId: string } | { documentId: string }, asOfDate = AS_OF_DATE) =>
   explainCommand(testConfig({ DATABASE_URL: stack.db.workerUrl, RELAY_DATABASE_URL: stack.db.relayUrl }), target, {
@@ -74,6 +76,23 @@ test('one investor explained: every verdict, the cycle that reminded, the next c
   expect(text).toContain(`Owner ${owner}, as of 2026-09-02`);
   expect(text).toContain('The next cycle as of this day sends this owner nothing.');
   expect(text).toContain('waiting to be published');
+
+  // Once the relay published it, the event says where: the partition and offset a consumer finds it at.
+  const relay = testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, brokers: stackBrokers() });
+  await relay.start();
+  let published: Explanation;
+  try {
+    await waitFor(async () => {
+      published = await explain({ ownerUserId: owner });
+      return Array.isArray(published.events) && published.events[0]?.publishedAt !== null;
+    }, 30_000);
+  } finally {
+    await relay.stop();
+  }
+  expect(published!.events).toEqual([
+    expect.objectContaining({ kafka: { partition: expect.any(Number), offset: expect.stringMatching(/^\d+$/) } }),
+  ]);
+  expect(explanationText(published!)).toMatch(/published \S+ to partition \d+ at offset \d+/);
 
   // Two days later the document crossed 1 day: due again, at 1.
   const later = await explain({ documentId: reminded.documentId }, addDays(AS_OF_DATE, 4));

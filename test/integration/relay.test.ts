@@ -83,6 +83,13 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
     'select attempts, published_at, last_error from profile.outbox_messages',
   );
   for (const mark of marks) expect(mark).toEqual({ attempts: 1, published_at: expect.any(Date), last_error: null });
+  // Each row records where Kafka appended it (migration 015): the partition and offset a consumer read it at.
+  const { rows: placed } = await stack.db.admin.query<{ id: string; partition: number; offset: string }>(
+    'select id, published_partition as partition, published_offset::text as offset from profile.outbox_messages',
+  );
+  expect(Object.fromEntries(placed.map((r) => [r.id, [r.partition, r.offset]]))).toEqual(
+    Object.fromEntries(received.map((m) => [m.headers.messageId, [m.partition, m.offset]])),
+  );
 });
 
 test('the relay killed between produce and mark publishes the event again, with the same messageId', async () => {
