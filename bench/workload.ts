@@ -12,7 +12,7 @@ import type { BenchWorker } from './harness/worker';
 import type { BenchOptions, StackProfile } from './options';
 
 /** What the harness must start for the chosen paths, before anything is measured. */
-export interface WorkloadNeeds {
+interface WorkloadNeeds {
   /** The worker process: built (`--worker dist`) before the stack starts, so the compiler's CPU is in no measurement. */
   worker: boolean;
   /** A Kafka broker. Without it the stack is pointed at an address where nothing listens and starts none. */

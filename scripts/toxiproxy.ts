@@ -10,10 +10,10 @@ import path from 'node:path';
 import { Toxiproxy, type Proxy } from 'toxiproxy-node-client';
 import { freePort } from '../src/observability/ports';
 
-export const TOXIPROXY_MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0';
+const TOXIPROXY_MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0';
 
 /** The toxiproxy server binary: TOXIPROXY_SERVER_PATH, else the cached build, else built now with Go. */
-export function findOrBuildToxiproxy(log: (line: string) => void): string {
+function findOrBuildToxiproxy(log: (line: string) => void): string {
   if (process.env.TOXIPROXY_SERVER_PATH) return process.env.TOXIPROXY_SERVER_PATH;
   const dir = path.join(
     process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),

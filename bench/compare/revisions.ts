@@ -11,7 +11,7 @@ import { cacheDir } from '../../scripts/stack/cache';
 import { THIS } from './summary';
 
 /** The clone this runs from. */
-export const ROOT = path.resolve(__dirname, '..', '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 
 export interface Revision {
   /** How tables and progress lines name it: `this`, or the sha's first 7 characters. */

@@ -21,7 +21,7 @@ export interface Spread {
   n: number;
 }
 
-export interface PathRow {
+interface PathRow {
   path: string;
   /** By revision label; a revision that did not measure the path has none. */
   cells: Record<string, Spread & { ratioToBase?: number }>;

@@ -87,7 +87,7 @@ export async function startHarness(
 const ADOPTED_VARIABLES = /^(TEMPORAL_|KAFKA_|EXPIRY_REMINDER_WORKER_PASSWORD$|OUTBOX_RELAY_PASSWORD$)/;
 
 /** The profile a stack's variables describe: production when Temporal or Kafka is reached over TLS. */
-export function stackProfileOf(env: Record<string, string | undefined>): StackProfile {
+function stackProfileOf(env: Record<string, string | undefined>): StackProfile {
   const tls = Object.keys(env).some((k) => k.startsWith('TEMPORAL_TLS_') && env[k]) || env.KAFKA_SSL === 'true';
   return tls ? 'production' : 'dev';
 }

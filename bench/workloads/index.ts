@@ -3,7 +3,7 @@ import type { Workload } from '../workload';
 import { cycleWorkload, DATA_SHAPES } from './cycle';
 import { relayWorkload } from './relay';
 
-export const WORKLOADS: Record<string, Workload> = {
+const WORKLOADS: Record<string, Workload> = {
   ...Object.fromEntries(Object.entries(DATA_SHAPES).map(([name, shape]) => [name, cycleWorkload(name, shape)])),
   relay: relayWorkload,
 };

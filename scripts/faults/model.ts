@@ -28,7 +28,7 @@ export interface ModelMarker {
   remindedOn: string;
 }
 
-export interface ModelEventDocument {
+interface ModelEventDocument {
   documentId: string;
   expiresAt: string;
   thresholdDays: number;
@@ -67,11 +67,11 @@ export interface ModelCycle {
 export const addDays = (date: string, days: number): string =>
   new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
 
-export const daysBetween = (from: string, to: string): number =>
+const daysBetween = (from: string, to: string): number =>
   Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS);
 
 /** The most urgent threshold `t` with `daysLeft ≤ t`, or undefined when none is crossed. */
-export function modelCurrentThreshold(daysLeft: number, thresholds: readonly number[]): number | undefined {
+function modelCurrentThreshold(daysLeft: number, thresholds: readonly number[]): number | undefined {
   let current: number | undefined;
   for (const t of thresholds) if (daysLeft <= t && (current === undefined || t < current)) current = t;
   return current;
@@ -88,7 +88,7 @@ export function dueWindowLowerBound(cycle: ModelCycle, ledger: ModelLedger): str
 }
 
 /** The prune's cutoff for a cycle: markers of documents that expired before it are deleted. */
-export const pruneCutoff = (cycle: ModelCycle): string => addDays(cycle.asOfDate, -cycle.retentionDays);
+const pruneCutoff = (cycle: ModelCycle): string => addDays(cycle.asOfDate, -cycle.retentionDays);
 
 /**
  * One completed cycle (every owner handled, then the prune): the ledger after it and the events it

@@ -29,7 +29,7 @@ export interface Scenario {
 }
 
 /** The invariants every cycle scenario checks; I4 is added for those with a relay. */
-export const CORE_CHECKS = 'I1 I2 I3';
+const CORE_CHECKS = 'I1 I2 I3';
 
 export interface CycleScenarioSpec {
   id: string;

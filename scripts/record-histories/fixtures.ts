@@ -13,7 +13,6 @@ import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/
 import { temporal } from '@temporalio/proto';
 
 export type History = temporal.api.history.v1.IHistory;
-const EventType = temporal.api.enums.v1.EventType;
 
 /** The committed fixtures, replayed in CI. */
 export const FIXTURES_DIR = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'histories');
@@ -51,7 +50,7 @@ export function historyFromFixtureJSON(json: string): History {
 }
 
 /** The workflow id a history was recorded under (replay needs it: the cycle reads workflowInfo().workflowId). */
-export function historyWorkflowId(history: History): string | undefined {
+function historyWorkflowId(history: History): string | undefined {
   return history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId || undefined;
 }
 
@@ -97,11 +96,6 @@ export function fixtureRunName(file: string): string {
     .replace(/\.json$/, '')
     .split('.')
     .pop()!;
-}
-
-/** Event type names of a history, for a quick look at a fixture. */
-export function eventTypes(history: History): string[] {
-  return (history.events ?? []).map((e) => String(EventType[e.eventType ?? 0]).replace(/^EVENT_TYPE_/, ''));
 }
 
 function escapeRegExp(s: string): string {

@@ -21,7 +21,7 @@ import { insertDocuments, rejectOwner } from '../stack/documents';
 const AS_OF_DATE = '2026-09-02';
 
 /** What a scenario gets from the recorder. */
-export interface ScenarioContext {
+interface ScenarioContext {
   client: Client;
   taskQueue: string;
   /** Owner connection: seeds data and installs test triggers. */

@@ -58,7 +58,7 @@ export interface MigratedDatabaseOptions {
 }
 
 /** A database name from a label: lower case, `_` for anything else, and a random tail so runs never collide. */
-export function uniqueDatabaseName(prefix: string): string {
+function uniqueDatabaseName(prefix: string): string {
   return `${prefix.replace(/\W+/g, '_').toLowerCase()}_${crypto.randomBytes(4).toString('hex')}`;
 }
 
@@ -91,7 +91,7 @@ export async function createMigratedDatabase(
 }
 
 /** Drops `name` on the server of `adminUrl`, forcing out sessions left by a killed worker. */
-export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {

@@ -32,7 +32,7 @@ const SETTINGS: Record<Kind, RegExp> = {
  * The environment of one job process: the allowed system variables and settings of `from`, then `identity`
  * (its own connections and credentials), then the stack's fixed ones.
  */
-export function jobEnvironment(
+function jobEnvironment(
   kind: Kind,
   identity: Record<string, string>,
   fixed: Record<string, string>,

@@ -27,7 +27,7 @@ const POM = path.join(OPS_DIR, 'pom.xml');
 const TOOLS_POM = path.join(OPS_DIR, 'tools-pom.xml');
 const LOG4J_CONFIG = path.join(OPS_DIR, 'log4j2.properties');
 /** The production profile's broker configuration, shared with docker-compose.yml. */
-export const PRODUCTION_PROPERTIES = productionFile('kafkaProperties');
+const PRODUCTION_PROPERTIES = productionFile('kafkaProperties');
 /** Client settings of the broker's own tools as the admin (ACL set-up, the console consumer). */
 export const ADMIN_CLIENT_PROPERTIES = productionFile('kafkaAdminClient');
 const ACLS_SCRIPT = productionFile('kafkaAcls');

@@ -12,24 +12,13 @@ import { productionFile } from './production-files';
 const MAKE_CERTS = productionFile('makeCerts');
 
 /** File paths of one certificate and its key (PEM). */
-export interface CertPair {
+interface CertPair {
   cert: string;
   key: string;
 }
 
 /** The names `make-certs.sh` issues, servers first. */
-export const CERT_NAMES = [
-  'postgres',
-  'temporal',
-  'kafka',
-  'ui',
-  'worker',
-  'relay',
-  'client',
-  'cli',
-  'ui-client',
-] as const;
-export type CertName = (typeof CERT_NAMES)[number];
+export type CertName = 'postgres' | 'temporal' | 'kafka' | 'ui' | 'worker' | 'relay' | 'client' | 'cli' | 'ui-client';
 
 /** Passwords of the profile's principals: PostgreSQL roles and Kafka SCRAM users. */
 export interface StackPasswords {

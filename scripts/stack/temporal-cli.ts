@@ -9,7 +9,7 @@ import path from 'node:path';
 import { cacheDir, writeExecutableScript } from './cache';
 
 /** The newest CLI tag that `go install` can build (later tags carry a `replace` directive). */
-export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
 function executable(file: string | undefined): string | undefined {
   if (!file) return undefined;

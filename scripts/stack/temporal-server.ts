@@ -21,15 +21,15 @@ import type { StackSecrets } from './secrets';
 /** The server version the CLI v1.5.1 dev server embeds; its go.mod has no `replace`, so `go install` builds it. */
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 /** The newest Web UI server whose dependencies the Go module proxy serves. */
-export const TEMPORAL_UI_VERSION = 'v2.54.1';
+const TEMPORAL_UI_VERSION = 'v2.54.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
 /** The Go module of the profile's server program (a `main` around the server's library). */
 export const SERVER_SOURCE = path.resolve(__dirname, '..', '..', 'ops', 'temporal', 'server');
 
 /** Passed as `--config` with `--env config`: the server and the UI load `<dir>/config.yaml`. */
-export const TEMPORAL_CONFIG_DIR = path.dirname(productionFile('temporalConfig'));
-export const TEMPORAL_UI_CONFIG_DIR = path.dirname(productionFile('temporalUiConfig'));
+const TEMPORAL_CONFIG_DIR = path.dirname(productionFile('temporalConfig'));
+const TEMPORAL_UI_CONFIG_DIR = path.dirname(productionFile('temporalUiConfig'));
 const DYNAMIC_CONFIG_FILE = productionFile('temporalDynamicConfig');
 
 /** The databases of the server's two stores and the folder of their schema under `schema/postgresql/v12`. */
@@ -231,7 +231,7 @@ function runSqlTool(binaries: TemporalServerBinaries, db: TemporalDatabase, data
  * tool as that role, and applies the schema: `create`, `setup-schema -v 0.0`, `update-schema -d …/versioned`.
  * Idempotent: an existing database keeps its data and only gets the updates it lacks.
  */
-export async function prepareTemporalDatabases(options: {
+async function prepareTemporalDatabases(options: {
   adminUrl: string;
   password: string;
   binaries: TemporalServerBinaries;
@@ -349,10 +349,10 @@ async function freePorts(count: number): Promise<number[]> {
  * (the compose service), localhost and 127.0.0.1. By name rather than IP, as the services among themselves
  * and compose do (and Node warns about a TLS server name that is an IP address).
  */
-export const TEMPORAL_TLS_SERVER_NAME = 'temporal';
+const TEMPORAL_TLS_SERVER_NAME = 'temporal';
 
 /** The mTLS settings of a Temporal client holding the certificate `name` of the stack. */
-export function temporalClientTls(secrets: StackSecrets, name: 'worker' | 'client' | 'cli' | 'ui-client') {
+function temporalClientTls(secrets: StackSecrets, name: 'worker' | 'client' | 'cli' | 'ui-client') {
   const pair = secrets.cert(name);
   return {
     serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
@@ -382,7 +382,7 @@ async function until<T>(
   }
 }
 
-export interface TemporalServer {
+interface TemporalServer {
   /** The frontend's gRPC address (mTLS). */
   address: string;
   namespace: string;
@@ -392,7 +392,7 @@ export interface TemporalServer {
   stop(): Promise<void>;
 }
 
-export interface TemporalServerOptions {
+interface TemporalServerOptions {
   binaries: TemporalServerBinaries;
   db: TemporalDatabase;
   secrets: StackSecrets;
@@ -406,7 +406,7 @@ export interface TemporalServerOptions {
  * creates the namespace with the cycle's search attributes when missing (the server, unlike the dev
  * server, creates none).
  */
-export async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
+async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
   const log = options.log ?? (() => {});
   const namespace = options.namespace ?? 'default';
   const [
@@ -539,14 +539,14 @@ async function ensureNamespace(connection: Connection, namespace: string, log: L
   if (added.length > 0) log(`registered search attributes ${added.join(', ')} in ${namespace}`);
 }
 
-export interface TemporalUi {
+interface TemporalUi {
   url: string;
   logFile: string;
   stop(): Promise<void>;
 }
 
 /** Starts the Web UI server with `ops/temporal-ui/config.yaml` and waits until it lists namespaces. */
-export async function startTemporalUi(options: {
+async function startTemporalUi(options: {
   binary: string;
   address: string;
   secrets: StackSecrets;

@@ -12,7 +12,7 @@ import { checkJava, ensureMavenJars, pomProperty } from './maven';
 const POM = path.resolve(__dirname, '..', '..', 'ops', 'temporal-test-server', 'pom.xml');
 
 /** The Java SDK release whose test server runs: the `temporal.version` property of the pom. */
-export const TEMPORAL_TEST_SERVER_VERSION: string = pomProperty(POM, 'temporal.version');
+const TEMPORAL_TEST_SERVER_VERSION: string = pomProperty(POM, 'temporal.version');
 
 const INSTALL_HINT =
   "Temporal's time-skipping test server needs Java 17+ and Maven: apt-get install openjdk-17-jre-headless maven " +

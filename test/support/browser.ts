@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
-export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 
 /**
  * The package is ESM with a CommonJS build; its types describe the ESM side only, so this file (CommonJS,
@@ -24,7 +24,7 @@ const sparticuz = require('@sparticuz/chromium') as { executablePath(): Promise<
  * (component updates, sync, QUIC) and the sandbox refuses the connections. `--no-sandbox` because the
  * tests run as root.
  */
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',

@@ -50,7 +50,7 @@ export async function clientError(config: () => Config, args: string[]): Promise
  * The client as a test file's operator runs it: with the harness workers' configuration, or with one a test
  * sets through `use` for itself (reset before every test).
  */
-export function operatorClient(base: () => Config) {
+function operatorClient(base: () => Config) {
   let override: Config | undefined;
   beforeEach(() => {
     override = undefined;

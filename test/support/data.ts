@@ -2,7 +2,7 @@
 import type { Queryable } from '../../src/db/pool';
 import type { OutboxMessage } from '../../src/db/outbox';
 
-export { insertDocuments, rejectOwner, type DocumentSeed, type SeededDocument } from '../../scripts/stack/documents';
+export { insertDocuments, rejectOwner } from '../../scripts/stack/documents';
 
 export interface MarkerRow {
   document_id: string;
@@ -20,7 +20,7 @@ export async function markers(db: Queryable): Promise<MarkerRow[]> {
   return rows;
 }
 
-export interface EventDocument {
+interface EventDocument {
   documentId: string;
   type: string;
   numberMask: string;

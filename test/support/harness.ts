@@ -37,7 +37,7 @@ export interface IntegrationOptions {
   relayPoolSize?: number;
 }
 
-export interface WorkerOptions {
+interface WorkerOptions {
   taskQueue?: string;
   config?: Config;
   tracing?: Tracing;

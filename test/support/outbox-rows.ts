@@ -38,7 +38,7 @@ export async function insertOutboxRows(db: Queryable, correlationId: string, see
 }
 
 /** The partition the relay (and any Java-compatible producer) sends `key` to, on a topic of `count` partitions. */
-export function partitionOf(key: string, count = 3): number {
+function partitionOf(key: string, count = 3): number {
   const partitionMetadata = Array.from({ length: count }, (_, i): PartitionMetadata => ({
     partitionId: i,
     leader: 0,

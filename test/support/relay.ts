@@ -34,7 +34,7 @@ const KAFKA_LOGIN_VARIABLES = [
  * read it back (and create other topics) as the profile's admin, whose password the stack prints as
  * STACK_KAFKA_ADMIN_PASSWORD.
  */
-export function stackKafkaEnv(user: 'relay' | 'admin' = 'relay'): Record<string, string> {
+function stackKafkaEnv(user: 'relay' | 'admin' = 'relay'): Record<string, string> {
   const env: Record<string, string> = { KAFKA_BROKERS: stackBrokers(), ...stackVariables(KAFKA_LOGIN_VARIABLES) };
   if (user === 'admin' && env.KAFKA_SASL_MECHANISM) {
     const password = process.env.STACK_KAFKA_ADMIN_PASSWORD;

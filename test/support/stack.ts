@@ -9,7 +9,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type pg from 'pg';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config';
-import type { CycleInput, CycleResult, CycleSettings } from '../../src/domain/cycle';
+import type { CycleInput, CycleSettings } from '../../src/domain/cycle';
 import { createPool } from '../../src/db/pool';
 import { REDACTED_PATHS } from '../../src/observability/logger';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
@@ -107,7 +107,7 @@ export function testCycleSettings(asOfDate: string, overrides: Partial<CycleSett
  * reads the TLS settings and says what to set when the frontend refuses): `NativeConnection.connect` for a
  * worker, `Connection.connect` for a client.
  */
-export function connectToStack<T>(connect: (options: TemporalConnectOptions) => Promise<T>): Promise<T> {
+function connectToStack<T>(connect: (options: TemporalConnectOptions) => Promise<T>): Promise<T> {
   return connectTemporal(temporalConnectionOptions(testConfig()), connect);
 }
 
@@ -186,10 +186,4 @@ export function startCycle(client: Client, taskQueue: string, input: CycleInput 
     workflowId: workflowId ?? `test-cycle-${crypto.randomUUID()}`,
     args: [input],
   });
-}
-
-/** Runs a cycle to its end and returns its result. */
-export async function runCycle(client: Client, taskQueue: string, input: CycleInput = {}): Promise<CycleResult> {
-  const handle = await startCycle(client, taskQueue, input);
-  return await handle.result();
 }

@@ -51,7 +51,7 @@ export interface CycleEnv {
  * global setup, or are fetched and built here when a file runs without it. Tear down with
  * `env.teardown()`.
  */
-export async function startCycleEnv(): Promise<CycleEnv> {
+async function startCycleEnv(): Promise<CycleEnv> {
   const path = await ensureTemporalTestServer((line) => process.stderr.write(`[workflow tests] ${line}\n`));
   const codePath = process.env.WORKFLOW_TEST_BUNDLE_PATH;
   const [env, workflowBundle] = await Promise.all([

@@ -33,7 +33,7 @@ export const STUB_DEFAULTS: CycleDefaults = {
 export const DOCUMENTS_PER_OWNER = 2;
 
 /** What one owner comes to in one `remindOwners` call. */
-export type OwnerOutcome = 'sent' | 'busy' | { failed: string };
+type OwnerOutcome = 'sent' | 'busy' | { failed: string };
 
 /** One activity call as the stub saw it. `start` and `end` count in one sequence shared by all calls. */
 export interface StubCall {
