@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Toxiproxy, type Proxy } from 'toxiproxy-node-client';
 import { freePort } from '../src/observability/ports';
+import { errorOf } from '../src/domain/failures';
 
 const TOXIPROXY_MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0';
 
@@ -58,7 +59,7 @@ export async function startToxiproxy(log: (line: string) => void): Promise<Runni
     } catch (err) {
       if (Date.now() > until || child.exitCode !== null) {
         child.kill('SIGKILL');
-        throw new Error(`toxiproxy did not start on 127.0.0.1:${apiPort}: ${(err as Error).message}`);
+        throw new Error(`toxiproxy did not start on 127.0.0.1:${apiPort}: ${errorOf(err).message}`);
       }
       await new Promise((r) => setTimeout(r, 100));
     }

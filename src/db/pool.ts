@@ -4,6 +4,7 @@
  */
 import pg from 'pg';
 import { explainingClient } from './connection-errors';
+import { errorOf } from '../domain/failures';
 
 /** A pool, a pooled client or a plain client: anything that runs a statement. */
 export type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -163,7 +164,7 @@ export async function withTransaction<T>(
     try {
       await client.query('ROLLBACK');
     } catch (rollbackError) {
-      broken = rollbackError as Error;
+      broken = errorOf(rollbackError);
     }
     throw err;
   } finally {

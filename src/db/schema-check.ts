@@ -4,6 +4,7 @@
  * silently) is refused outright.
  */
 import type { Queryable } from './pool';
+import { errorOf } from '../domain/failures';
 
 /**
  * A column type the job's SQL relies on, by the `information_schema.columns.data_type` names it accepts:
@@ -148,7 +149,7 @@ async function tableProblems(db: Queryable, tables: readonly ExpectedTable[]): P
       try {
         await db.query(`select ${names.join(', ')} from profile.${table} limit 0`);
       } catch (err) {
-        problems.push(`profile.${table}: ${(err as Error).message}`);
+        problems.push(`profile.${table}: ${errorOf(err).message}`);
       }
     } else {
       const missing = names.filter((c) => !found.has(`${table}.${c}`));

@@ -14,3 +14,11 @@ export function describeFailure(err: unknown): string {
   if (failure instanceof ApplicationFailure && failure.type) return `${failure.type}: ${failure.message}`;
   return failure instanceof Error ? failure.message : String(failure);
 }
+
+/**
+ * `err` as an `Error`: itself when it is one, else an `Error` whose message is its text. A `catch` gets
+ * `unknown`; anything can be thrown, and a cast would leave `.message` undefined for a thrown string.
+ */
+export function errorOf(err: unknown): Error {
+  return err instanceof Error ? err : new Error(typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err)));
+}

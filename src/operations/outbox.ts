@@ -7,6 +7,7 @@ import { requireDatabaseUrl, type Config } from '../config';
 import { notifyRelays, selectParked, unparkAll, unparkOne, type ParkedRow } from '../db/outbox-parked';
 import { createPool, withTransaction } from '../db/pool';
 import { RELAY_ROLE } from '../domain/names';
+import { errorOf } from '../domain/failures';
 
 /** What `outbox parked` prints: the parked rows, never their payload. */
 export interface ParkedList {
@@ -34,7 +35,7 @@ export async function withOutbox<T>(config: Config, fn: (pool: pg.Pool) => Promi
   } catch (err) {
     if ((err as { code?: string }).code === '42501') {
       throw new Error(
-        `${(err as Error).message}: outbox commands connect as the relay; set RELAY_DATABASE_URL (or DATABASE_URL) to the ${RELAY_ROLE} role's connection`,
+        `${errorOf(err).message}: outbox commands connect as the relay; set RELAY_DATABASE_URL (or DATABASE_URL) to the ${RELAY_ROLE} role's connection`,
       );
     }
     throw err;

@@ -16,6 +16,7 @@ import type { documentExpiryReminderCycle } from '../workflows';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID, WORKFLOW_TYPE } from '../domain/names';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { scheduledCycleMetadata } from '../temporal/ui-metadata';
+import { errorOf } from '../domain/failures';
 
 type CycleWorkflow = typeof documentExpiryReminderCycle;
 
@@ -87,7 +88,7 @@ export async function applySchedule(
     await client.schedule.create({ scheduleId, ...want });
     return 'created';
   } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning) && (err as Error)?.name !== 'ScheduleAlreadyRunning') throw err;
+    if (!(err instanceof ScheduleAlreadyRunning) && errorOf(err)?.name !== 'ScheduleAlreadyRunning') throw err;
   }
   await client.schedule.getHandle(scheduleId).update<CycleWorkflow>((previous) => ({
     spec: {

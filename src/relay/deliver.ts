@@ -12,6 +12,7 @@ import type { OutboxMessage, PublishedPlacement } from '../db/outbox';
 import { TOPIC } from '../domain/names';
 import type { LeaderGroup, PartitionGroup } from './partitions';
 import { topicRefusal, TopicRefusedError } from './refusals';
+import { errorOf } from '../domain/failures';
 
 /**
  * Kafka's refusals of a request for what is in it: the same rows can never succeed, however often they are
@@ -134,7 +135,7 @@ async function deliverLeader(
     // A topic refusal may be one partition's: each is sent again alone, as for content.
     refusal = contentRefusal(err) ?? topicRefusal(err);
     if (!refusal) {
-      out.error ??= err as Error;
+      out.error ??= errorOf(err);
       for (const group of groups) out.failed.push(...group.rows);
       return;
     }
@@ -205,7 +206,7 @@ async function deliverPartition(
     if (!refused) await attempt(group.rows);
     else if (!settleRefused(group.rows, refused)) await halve(group.rows);
   } catch (err) {
-    out.error ??= err as Error;
+    out.error ??= errorOf(err);
     out.failed.push(...group.rows.filter((r) => !done.has(r) && !held.has(r.message_key)));
   }
 }

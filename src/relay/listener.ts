@@ -7,6 +7,7 @@ import { OUTBOX_CHANNEL } from '../db/outbox';
 import { connectionOptions, serverKeepalives } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { redactUrl } from '../observability/redact';
+import { errorOf } from '../domain/failures';
 
 /**
  * How the LISTEN session notices a path to PostgreSQL that stopped answering. A session that only listens
@@ -134,7 +135,7 @@ export class OutboxListener {
     } catch (err) {
       void client.end().catch(() => {});
       if (this.stopping) return;
-      this.log.warn({ err: redactUrl((err as Error).message) }, 'LISTEN failed; polling until it works');
+      this.log.warn({ err: redactUrl(errorOf(err).message) }, 'LISTEN failed; polling until it works');
       this.listenLater(5_000);
     } finally {
       if (this.connecting === client) this.connecting = undefined;

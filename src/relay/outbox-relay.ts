@@ -30,6 +30,7 @@ import { groupByLeader, groupByPartition, setRefusedApart, TopicPartitions } fro
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
 import { startPublishSpans } from './spans';
+import { errorOf } from '../domain/failures';
 
 export interface RelayDeps {
   pool: pg.Pool;
@@ -130,7 +131,7 @@ export class OutboxRelay {
     try {
       const outcome = await this.publishBatch(lane).catch(
         // The database failed (the claim, or recording the outcome); the rows stay as they were.
-        (err: unknown): BatchOutcome => ({ failed: err as Error, rows: 0 }),
+        (err: unknown): BatchOutcome => ({ failed: errorOf(err), rows: 0 }),
       );
       // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
       if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
@@ -142,7 +143,7 @@ export class OutboxRelay {
       state.failures = 0;
       const cleanupFailed = await this.cleanupIfDue().then(
         () => undefined,
-        (err: unknown) => err as Error,
+        (err: unknown) => errorOf(err),
       );
       if (cleanupFailed) {
         await this.backOff(state, { failed: cleanupFailed, rows: 0 }, 'outbox cleanup failed, backing off');
@@ -150,7 +151,7 @@ export class OutboxRelay {
       }
       if (outcome.claimed < this.deps.config.relay.batchSize) await this.waitForRows();
     } catch (err) {
-      await this.backOff(state, { failed: err as Error, rows: 0 }, 'relay lane failed, backing off');
+      await this.backOff(state, { failed: errorOf(err), rows: 0 }, 'relay lane failed, backing off');
     }
   }
 
@@ -276,7 +277,7 @@ export class OutboxRelay {
       delivery.rejected.unshift(...rejected);
     } catch (err) {
       // The topic or its partitions could not be read: nothing was sent.
-      delivery = { published: [], placements: new Map(), rejected: [], failed: rows, error: err as Error };
+      delivery = { published: [], placements: new Map(), rejected: [], failed: rows, error: errorOf(err) };
     } finally {
       deadline.clear();
     }

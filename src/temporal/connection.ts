@@ -9,6 +9,7 @@ import { toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig
 import type { TLSConfig } from '@temporalio/client';
 import { ConfigError } from '../config/errors';
 import { UnavailableError } from '../unavailable';
+import { errorOf } from '../domain/failures';
 
 /** Options accepted by both `NativeConnection.connect` and `Connection.connect`. */
 export function temporalConnectionOptions(config: { temporal: { address: string; connection: ClientConfigProfile } }): {
@@ -22,7 +23,7 @@ export function temporalConnectionOptions(config: { temporal: { address: string;
     options = toClientOptions(config.temporal.connection).connectionOptions;
   } catch (err) {
     // A certificate or key file that cannot be read: say which setting names it.
-    throw new Error(`Temporal TLS files (TEMPORAL_TLS_*_PATH or the profile's tls): ${(err as Error).message}`);
+    throw new Error(`Temporal TLS files (TEMPORAL_TLS_*_PATH or the profile's tls): ${errorOf(err).message}`);
   }
   return {
     address: config.temporal.address,
@@ -175,7 +176,7 @@ export async function connectTemporal<T>(
   } catch (err) {
     const why = await explainTemporalConnectFailure(options).catch(() => undefined);
     if (!why) throw err;
-    throw new UnavailableError(`${why}.\n(${(err as Error).message})`);
+    throw new UnavailableError(`${why}.\n(${errorOf(err).message})`);
   }
 }
 

@@ -26,6 +26,7 @@ import { startProductionTemporal, type ProductionTemporal } from '../../scripts/
 import { eventually } from '../support/wait';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
 import { greet, releaseSignal, stateQuery, waitForRelease } from './support/workflows';
+import { errorOf } from '../../src/domain/failures';
 
 jest.setTimeout(120_000);
 
@@ -137,7 +138,7 @@ describe('the production Temporal server', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(UnavailableError);
-    expect((err as Error).message).toContain(
+    expect(errorOf(err).message).toContain(
       `The Temporal frontend at ${temporal.address} requires a client certificate (mutual TLS) and this process presented none: ` +
         'set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH',
     );
@@ -158,7 +159,7 @@ describe('the production Temporal server', () => {
         NativeConnection.connect(o),
       ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UnavailableError);
-      expect((err as Error).message).toContain(
+      expect(errorOf(err).message).toContain(
         `The Temporal frontend at ${temporal.address} refused the client certificate of TEMPORAL_TLS_CLIENT_CERT_PATH`,
       );
     } finally {
@@ -324,7 +325,7 @@ describe('each certificate does its own job only', () => {
           (e: unknown) => e,
         );
         expect(err).toBeInstanceOf(ConfigError);
-        expect((err as Error).message).toContain(
+        expect(errorOf(err).message).toContain(
           `${refusal('worker', name)}the worker role (poll and complete tasks) in namespace default. Set ` +
             'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (aliases TEMPORAL_TLS_CERT_PATH and ' +
             'TEMPORAL_TLS_KEY_PATH) to a certificate the server grants that (on the production profile: worker.pem',

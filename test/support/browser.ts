@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { errorOf } from '../../src/domain/failures';
 
 const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -59,7 +60,7 @@ export async function chromiumPath(): Promise<string> {
   } catch (err) {
     throw new Error(
       `No Chromium: none at ${DEFAULT_CHROMIUM_PATH}, and @sparticuz/chromium could not unpack its own ` +
-        `(${(err as Error).message}). Run npm ci, install Debian's chromium, or set CHROMIUM_PATH.`,
+        `(${errorOf(err).message}). Run npm ci, install Debian's chromium, or set CHROMIUM_PATH.`,
     );
   }
 }
@@ -89,7 +90,7 @@ export async function launchBrowser(
     });
   } catch (err) {
     fs.rmSync(userDataDir, { recursive: true, force: true });
-    throw new Error(`Chromium (${executablePath}) did not start: ${(err as Error).message}`);
+    throw new Error(`Chromium (${executablePath}) did not start: ${errorOf(err).message}`);
   }
   const page = context.pages()[0] ?? (await context.newPage());
   let closed = false;

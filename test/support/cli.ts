@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import type { Config } from '../../src/config';
 import { useIntegration } from './harness';
 import { testConfig } from './stack';
+import { errorOf } from '../../src/domain/failures';
 
 export interface ClientRun<T> {
   /** stdout, parsed: every command prints one JSON document there. */
@@ -41,7 +42,7 @@ export async function clientError(config: () => Config, args: string[]): Promise
   try {
     await runClient(config, args);
   } catch (err) {
-    return err as Error;
+    return errorOf(err);
   }
   throw new Error(`expected "${args.join(' ')}" to fail`);
 }

@@ -9,6 +9,7 @@ import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from '@tempo
 import { fixtureRunName, listFixtures, readFixture } from '../../scripts/record-histories/fixtures';
 import { createTracing } from '../../src/observability/tracing';
 import { WORKFLOWS_PATH, workflowSideOptions } from '../../src/temporal/worker';
+import { errorOf } from '../../src/domain/failures';
 
 // Bundling the workflow code takes a few seconds per bundle.
 jest.setTimeout(120_000);
@@ -91,7 +92,7 @@ test('a non-deterministic change to the workflow fails the replay', async () => 
 
   const error = await Worker.runReplayHistory(replayOptions(NONDETERMINISTIC_WORKFLOWS_PATH), history, workflowId).then(
     () => undefined,
-    (err: unknown) => err as Error,
+    (err: unknown) => errorOf(err),
   );
 
   // By name, not instanceof: Jest's module registry gives this file its own copy of the error classes.

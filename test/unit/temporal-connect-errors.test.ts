@@ -14,6 +14,7 @@ import path from 'node:path';
 import { ConfigError } from '../../src/config/errors';
 import { connectTemporal, explainTemporalConnectFailure, withTemporalPermission } from '../../src/temporal/connection';
 import { UnavailableError } from '../../src/run-main';
+import { errorOf } from '../../src/domain/failures';
 
 let dir: string;
 /** Certificates of another stack: its CA is not the server's. */
@@ -96,8 +97,8 @@ describe('what a failed Temporal connection says', () => {
     const failing = () => Promise.reject(gRpcFailure);
     const err = await connectTemporal({ address, tls: caOnly() }, failing).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnavailableError);
-    expect((err as Error).message).toContain('requires a client certificate');
-    expect((err as Error).message).toContain('Failed to connect before the deadline');
+    expect(errorOf(err).message).toContain('requires a client certificate');
+    expect(errorOf(err).message).toContain('Failed to connect before the deadline');
   });
 });
 
@@ -123,7 +124,7 @@ describe('a call the frontend refuses (permission denied)', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ConfigError);
-    const message = (err as Error).message;
+    const message = errorOf(err).message;
     expect(message).toContain(
       `The Temporal frontend at ${address} refused this ${kind}'s call (permission denied): it presented the ` +
         `certificate CN=relay (TEMPORAL_TLS_CLIENT_CERT_PATH), and a ${kind} needs `,

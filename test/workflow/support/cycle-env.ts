@@ -21,6 +21,7 @@ import type { CycleWorkflow } from '../../../src/workflows';
 import { runHistories } from '../../../scripts/record-histories/fixtures';
 import { waitFor } from '../../support/wait';
 import { stubActivities, stubDefaults, type CycleScript, type StubCall } from './stub-activities';
+import { errorOf } from '../../../src/domain/failures';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -103,7 +104,7 @@ async function startTestServer(path: string): Promise<TestWorkflowEnvironment> {
       });
     } catch (err) {
       if (attempt >= 3) throw err;
-      process.stderr.write(`[workflow tests] the test server did not start (${(err as Error).message}); again\n`);
+      process.stderr.write(`[workflow tests] the test server did not start (${errorOf(err).message}); again\n`);
     }
   }
 }
