@@ -8,6 +8,7 @@
  * so the backlog count reads them, but left alone by an idle relay). Its `src/worker.ts` and `src/relay.ts`
  * run under its own tsx. Revisions run side by side on one Temporal server and Kafka broker.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,7 +25,6 @@ import { writeBenchFile } from './report';
 import { Client, Connection } from '@temporalio/client';
 
 const say = (line: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Run = Awaited<ReturnType<typeof prepare>>;
 

@@ -3,6 +3,7 @@
  * fresh database, seeds a handful of investors, applies the schedule, triggers one cycle through it
  * with a real worker, and prints who is reminded of what. `--keep` leaves everything up to look around.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -176,7 +177,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 300; i++) {
       const { rowCount } = await admin.query('select 1 from profile.outbox_messages where published_at is null');
       if (rowCount === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     const received = await consumeUntil(
       stack.kafkaBrokers,
@@ -219,7 +220,7 @@ async function startedBySchedule(client: Client): Promise<string> {
     const { info } = await handle.describe();
     const action = info.runningActions[0] ?? info.recentActions[info.recentActions.length - 1];
     if (action) return action.workflow.workflowId;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error('the schedule did not start a cycle within 10 s');
 }

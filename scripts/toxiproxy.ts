@@ -3,6 +3,7 @@
  * PostgreSQL. The server is built once from the Go module proxy into ~/.cache/expiry-reminder (like the
  * `temporal` CLI into ~/go/bin) and driven with toxiproxy-node-client.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -61,7 +62,7 @@ export async function startToxiproxy(log: (line: string) => void): Promise<Runni
         child.kill('SIGKILL');
         throw new Error(`toxiproxy did not start on 127.0.0.1:${apiPort}: ${errorOf(err).message}`);
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   }
   return {

@@ -3,6 +3,7 @@
  * database of its own, cycles started on a task queue of its own, polling, and Toxiproxy in front of
  * PostgreSQL.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
@@ -119,7 +120,7 @@ export function startCycle(
   });
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { sleep };
 
 /** Polls `check` every `everyMs` until it holds; throws naming `what` after `timeoutMs`. */
 export async function waitFor(

@@ -3,6 +3,7 @@
  * recorder's worker, and checks that the cycle took the path the scenario is named for, so a fixture
  * never silently records some other path.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
 import {
   WorkflowFailedError,
@@ -230,7 +231,7 @@ async function waitForScheduled(handle: WorkflowHandle, types: string[], count: 
       types.includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''),
     );
     if (scheduled.length >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
   throw new Error(`${handle.workflowId}: ${count} ${types.join(' or ')} activities were not scheduled within 30 s`);
 }

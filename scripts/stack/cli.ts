@@ -13,6 +13,7 @@
  * link). The background is never chosen for the caller: a harness that ran `npm run stack > log &` and
  * killed it was left with the stack running.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -256,7 +257,7 @@ async function stopBackground(): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (alive(pid)) {
     if (Date.now() > deadline) throw new Error(`the stack (pid ${pid}) did not stop within 60 s`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   process.stderr.write(`[stack] stopped (pid ${pid})\n`);
   process.stdout.write(`unset STACK_PID ${STACK_VARIABLES.join(' ')}\n`);

@@ -3,6 +3,7 @@
  * a real Kafka broker, on loopback and free ports, torn down by `stop()`. Used by the tests, the demo
  * and `npm run stack`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -181,7 +182,7 @@ async function startDevTemporal(
     env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}) },
     restart: async (downMs: number) => {
       await started.teardown();
-      await new Promise((r) => setTimeout(r, downMs));
+      await sleep(downMs);
       started = await startTemporal();
     },
     stop: () => started.teardown(),

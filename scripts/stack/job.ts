@@ -8,6 +8,7 @@
  * program needs to run, the job's settings the caller set, and its own identity. A worker never sees the
  * relay's or the admin's database password, a relay never sees a Temporal key (docs/DEPLOYMENT.md).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -134,7 +135,7 @@ async function startOne(
       child.kill('SIGKILL');
       throw new Error(`${name} did not start within ${START_TIMEOUT_MS / 1000} s; log: ${logFile}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   log(`${name} (pid ${info.pid}) serves ${info.metricsUrl}; log ${logFile}`);
   return { info, child, exited };

@@ -8,6 +8,7 @@
  * file, never on a command line), TLS from the stack CA, and
  * the KRaft StandardAuthorizer with the ACLs of `ops/kafka/acls.sh`, set up with the broker's own tool.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -271,8 +272,6 @@ async function reachable(brokers: string, login?: ClientLogin): Promise<boolean>
     await admin.disconnect().catch(() => {});
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts a single-node Kafka broker and resolves once a client can describe the cluster. On failure

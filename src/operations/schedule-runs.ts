@@ -1,6 +1,7 @@
 /**
  * Runs of the schedule started by hand: a trigger (and finding the cycle it led to) and a backfill of past days.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { addDays, utcDate } from '../domain/dates';
 import { SCHEDULE_ID } from '../domain/names';
@@ -66,7 +67,7 @@ export async function cycleStartedBy(
           'skipped while an earlier cycle was ending (see schedule describe)',
       );
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 

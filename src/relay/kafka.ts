@@ -1,4 +1,5 @@
 /** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import {
@@ -133,7 +134,7 @@ export async function ensureTopic(
     const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
     const parts = topics[0]?.partitions ?? [];
     if (parts.length > 0 && parts.every((p) => p.leader >= 0)) return parts;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`topic ${topic} has partitions without a leader after 10 s`);
 }

@@ -1,4 +1,5 @@
 /** Gauges read from the database cost at most one count per interval (issue 19, item 5). */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { outboxBacklog } from '../../src/db/outbox';
 import { createRelayMetrics } from '../../src/observability/metrics';
 import { gaugeRefresh, withStatementTimeout } from '../../src/observability/refresh';
@@ -36,7 +37,7 @@ test('a scrape inside the interval runs none; one after it, or a refresh after a
   await g.refresh.scrape();
   await g.refresh.scrape();
   expect(g.counts()).toBe(1);
-  await new Promise((r) => setTimeout(r, 350));
+  await sleep(350);
   await g.refresh.scrape();
   expect(g.counts()).toBe(2);
   await g.refresh.now();

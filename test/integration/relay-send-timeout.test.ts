@@ -5,6 +5,7 @@
  * in hand must never reach the broker afterwards, when the path is back: the rows are published exactly
  * once, by a later batch.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
 import type net from 'node:net';
 import { Kafka, logLevel, type ISocketFactory } from 'kafkajs';
@@ -100,7 +101,7 @@ test('a send that timed out leaves no producer behind and delivers nothing once 
   // The path is back. A producer still alive in the background (kafkajs retries an idempotent send without
   // end, reconnecting by itself) would now deliver the rows it was given before the timeout.
   for (const stream of ['upstream', 'downstream']) await (await proxy.getToxic(`hold-${stream}`)).remove();
-  await new Promise((r) => setTimeout(r, 8_000));
+  await sleep(8_000);
   expect(sockets.opened()).toBe(openedAtStop);
   const marker = await markEveryPartition(broker.brokers);
   const meanwhile = await consumeUntil(

@@ -2,6 +2,7 @@
  * The outbox relay against the real broker: what arrives on the topic, what happens when the relay
  * dies between produce and mark, and two relays over thousands of rows.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -217,7 +218,7 @@ describe('RELAY_LINGER', () => {
   /** Commits `commits` transactions of 4 rows each, `gapMs` apart, each with its own NOTIFY. */
   async function commitSeveral(commits: number, gapMs: number): Promise<void> {
     for (let i = 0; i < commits; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+      if (i > 0) await sleep(gapMs);
       await stack.db.admin.query(
         `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type,
                                               contract_version, payload, correlation_id)
@@ -237,7 +238,7 @@ describe('RELAY_LINGER', () => {
     const relay = newRelay({ RELAY_LINGER: linger, RELAY_POLL_INTERVAL: '1m', RELAY_CONCURRENCY: '1' });
     await relay.start();
     try {
-      await new Promise((r) => setTimeout(r, 300)); // past the first, empty claims
+      await sleep(300); // past the first, empty claims
       await work();
       await waitFor(async () => (await unpublished()) === 0, 30_000);
     } finally {

@@ -5,6 +5,7 @@
  * here, so compose never runs as a whole; the binaries the stack builds stand in for the images', and this
  * machine's host names, ports and paths for the containers'.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,7 +58,7 @@ async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGr
     } catch (err) {
       if (Date.now() > deadline) throw err;
     }
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
 }
 

@@ -4,6 +4,7 @@
  * ops/kafka/production.properties), its health check and the `kafka-acls` job. The broker's own tools
  * stand in for the image's /opt/kafka/bin, and this machine's host, ports and folders for the containers'.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -73,7 +74,7 @@ async function startBroker(): Promise<void> {
     } catch (err) {
       if (Date.now() > deadline) throw err;
     }
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
 }
 

@@ -6,6 +6,7 @@
  * own credentials and no one else's; they listen on loopback only; and the stack's folder and logs are
  * the user's alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -132,7 +133,7 @@ afterAll(async () => {
   if (!stackPid || !processAlive(stackPid)) return;
   process.kill(stackPid, 'SIGTERM');
   const deadline = Date.now() + 90_000;
-  while (processAlive(stackPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  while (processAlive(stackPid) && Date.now() < deadline) await sleep(200);
 }, 120_000);
 
 test('no command line of any process holds one of the stack’s passwords, during its start or after, nor a file anyone may read', () => {

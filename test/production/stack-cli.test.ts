@@ -3,6 +3,7 @@
  * brings up the whole profile in the background and prints its variables; `npm run -s stack -- stop` ends
  * it and leaves nothing behind: no process, no folder of certificates and passwords.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -100,7 +101,7 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
       );
     while ((await unpublished()) > 0) {
       if (Date.now() > deadline) throw new Error('the two relays did not publish the outbox within 120 s');
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
     const rows = await outbox(admin);
     expect(rows).toHaveLength(owners);

@@ -1,9 +1,10 @@
 /** Polling for a condition the way a person refreshing a query would, with a deadline. */
+import { setTimeout as sleep } from 'node:timers/promises';
 export async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000, intervalMs = 100): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await sleep(intervalMs);
   }
 }
 
@@ -14,12 +15,12 @@ export async function eventually<T>(fn: () => Promise<T | undefined>, what: stri
     const value = await fn();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 
 /** Waits `ms`: for the tests that must let time pass (a lock held, a timer due), not for a condition. */
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep };
 
 /** Whether a process of that pid exists (signal 0 checks without signalling). */
 export function processAlive(pid: number): boolean {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,8 +12,6 @@ function busy(file: string): ChildProcess {
   fs.chmodSync(file, 0o755);
   return spawn(file, [], { stdio: ['ignore', 'ignore', 'ignore'] });
 }
-
-const burn = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the benchmark counts CPU per process group', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-'));
@@ -32,7 +31,7 @@ describe('the benchmark counts CPU per process group', () => {
     const before = cpuSnapshot();
     children.push(busy(path.join(dir, 'temporal-server-1.29.1', 'server')));
     children.push(busy(path.join(dir, 'temporal-ui-server-2.54.1', 'server')));
-    await burn(1_500);
+    await sleep(1_500);
     const after = cpuSnapshot();
     const temporal = after.temporalServer - before.temporalServer;
     const other = after.other - before.other;
@@ -46,7 +45,7 @@ describe('the benchmark counts CPU per process group', () => {
     // A grandchild counts (a stack's postmaster runs its backends); a process not descended from the scope does not.
     scopeCpuToDescendantsOf(children[0].pid);
     const before = cpuSnapshot();
-    await burn(1_000);
+    await sleep(1_000);
     const after = cpuSnapshot();
     expect(after.temporalServer - before.temporalServer).toBeGreaterThan(0.2);
     expect(after.other - before.other).toBe(0);

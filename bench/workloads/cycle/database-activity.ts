@@ -4,6 +4,7 @@
  * waits for one fsync (the dev stack's PostgreSQL runs with fsync off, the production profile's with it on),
  * so these say where the production profile's extra time waits, not only where its CPU goes.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Measurement } from '../../harness/measure';
 
@@ -34,7 +35,7 @@ const STATS_FLUSH_MS = 1_500;
 export async function withDatabaseActivity(admin: pg.Pool, path: () => Promise<Measurement>): Promise<Measurement> {
   const before = await activity(admin);
   const m = await path();
-  await new Promise((r) => setTimeout(r, STATS_FLUSH_MS));
+  await sleep(STATS_FLUSH_MS);
   const after = await activity(admin);
   const commits: Record<string, number> = {};
   for (const [db, n] of Object.entries(after.commits)) {

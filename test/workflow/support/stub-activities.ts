@@ -3,6 +3,7 @@
  * that answer from a script instead of PostgreSQL, and log every call (start and end, in one order),
  * so a test can tell what the cycle asked for, how much of it at once, and in which order.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type {
@@ -198,7 +199,7 @@ export async function holdUntil(condition: () => boolean, timeoutMs = 5_000): Pr
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
   return true;
 }
