@@ -69,8 +69,8 @@ export class OutboxListener {
     this.notified = false;
   }
 
-  /** Waits for `ms` or stop, and for a notification too when `onNotify`. */
-  sleep(ms: number, onNotify = true): Promise<void> {
+  /** Waits for `ms` or stop, and for a notification too unless `wakeOnNotify` is false. */
+  sleep(ms: number, { wakeOnNotify: onNotify = true }: { wakeOnNotify?: boolean } = {}): Promise<void> {
     if (this.stopping || (onNotify && this.notified)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {

@@ -162,7 +162,7 @@ export class OutboxRelay {
     // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
     // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
     // New rows stay put a moment longer so that one claim takes several commits' rows.
-    if (lingerMs > 0) await this.listener.sleep(lingerMs, false);
+    if (lingerMs > 0) await this.listener.sleep(lingerMs, { wakeOnNotify: false });
   }
 
   /** Waits out the lane's next backoff; a failure is logged, a pass of refusals only is not (each row was). */
@@ -178,7 +178,7 @@ export class OutboxRelay {
       );
     }
     // New rows must not cut the backoff short while the broker is down.
-    await this.listener.sleep(delay, !('failed' in outcome));
+    await this.listener.sleep(delay, { wakeOnNotify: !('failed' in outcome) });
   }
 
   /**
@@ -186,7 +186,7 @@ export class OutboxRelay {
    * refused on their own are recorded (and parked at the limit), and rows without a verdict are recorded
    * as failed (`attempts`, `last_error`) and released for the next try. All of it commits together.
    */
-  async publishBatch(lane: Lane = this.lanes[0]): Promise<BatchOutcome> {
+  private async publishBatch(lane: Lane): Promise<BatchOutcome> {
     const { relay } = this.deps.config;
     const metrics = this.deps.metrics;
     const endTimer = metrics?.batchDuration.startTimer();

@@ -85,7 +85,7 @@ export async function retryBusyOwners(
     // The round's owners not retried yet stay first, ahead of those it retried that are busy again.
     groups.keepBusy(busy.slice(now.length));
     retriedHere = true;
-    const scheduled = await groups.schedule(now, stopReason, true);
+    const scheduled = await groups.schedule(now, stopReason, { retry: true });
     await groups.drain();
     if (scheduled.stopped) return { stopped: scheduled.stopped };
     pending -= now.length;
@@ -152,7 +152,7 @@ export class RemindOwnersInFlight {
   async schedule(
     ownerIds: string[],
     stopReason: () => CycleStatus | undefined,
-    retry = false,
+    { retry = false }: { retry?: boolean } = {},
   ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
     const mine: Promise<void>[] = [];
     let stopped: CycleStatus | undefined;
