@@ -19,9 +19,8 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
 }
 
 /**
- * Consumes the topic with a fresh group until `until(messages)` holds or the time runs out, and returns what
- * it read (every message, in per-partition order): from the beginning, or from the first message written at
- * or after `sinceMs` (a test's start), so that a topic other runs filled does not have to be read through.
+ * Consumes the topic from the beginning with a fresh group until `until(messages)` holds or the time
+ * runs out, and returns what it read (every message, in per-partition order).
  * @param from the brokers of a plaintext cluster, or a client with its own login (a SASL_SSL cluster's).
  */
 export async function consumeUntil(
@@ -29,7 +28,6 @@ export async function consumeUntil(
   until: (messages: ConsumedMessage[]) => boolean,
   timeoutMs = 60_000,
   topic = TOPIC,
-  sinceMs?: number,
 ): Promise<ConsumedMessage[]> {
   const kafka =
     typeof from === 'string'
@@ -43,33 +41,23 @@ export async function consumeUntil(
   // The relay creates the topic with its first send; a reader that comes first must not fail on it.
   const admin = kafka.admin();
   await admin.connect();
-  let startAt: { partition: number; offset: string }[] | undefined;
   try {
     await ensureTopic(admin, topic, 3, 1);
-    // A partition with nothing written since then answers -1: it is read from its end.
-    if (sinceMs !== undefined) {
-      const ends = await admin.fetchTopicOffsets(topic);
-      startAt = (await admin.fetchTopicOffsetsByTimestamp(topic, sinceMs)).map(({ partition, offset }) => ({
-        partition,
-        offset: offset === '-1' ? (ends.find((e) => e.partition === partition)?.high ?? '0') : offset,
-      }));
-    }
   } finally {
     await admin.disconnect();
   }
-  return readUntil(consumer, topic, until, timeoutMs, startAt);
+  return readUntil(consumer, topic, until, timeoutMs);
 }
 
 /**
- * Reads `topic` with `consumer` (from `startAt`'s offsets, else its group's committed offsets, else from the
- * beginning) until `until(messages)` holds or `timeoutMs` runs out, then disconnects it.
+ * Reads `topic` with `consumer` (from its group's committed offsets, else from the beginning) until
+ * `until(messages)` holds or `timeoutMs` runs out, then disconnects it.
  */
 export async function readUntil(
   consumer: Consumer,
   topic: string,
   until: (messages: ConsumedMessage[]) => boolean,
   timeoutMs: number,
-  startAt?: readonly { partition: number; offset: string }[],
 ): Promise<ConsumedMessage[]> {
   const messages: ConsumedMessage[] = [];
   await consumer.connect();
@@ -81,16 +69,9 @@ export async function readUntil(
           reject(new Error(`consumed ${messages.length} messages; the condition did not hold within ${timeoutMs} ms`)),
         timeoutMs,
       );
-      const from = new Map((startAt ?? []).map((p) => [p.partition, BigInt(p.offset)]));
-      // The seek takes effect after the first fetches, which start where the group does: messages before
-      // `startAt`, or read twice across the seek, are left out.
-      const seen = new Set<string>();
       consumer
         .run({
           eachMessage: async ({ partition, message }) => {
-            const at = `${partition}:${message.offset}`;
-            if (seen.has(at) || BigInt(message.offset) < (from.get(partition) ?? 0n)) return;
-            seen.add(at);
             messages.push({
               partition,
               offset: message.offset,
@@ -103,9 +84,6 @@ export async function readUntil(
               resolve();
             }
           },
-        })
-        .then(() => {
-          for (const [partition, offset] of from) consumer.seek({ topic, partition, offset: offset.toString() });
         })
         .catch(reject);
     });

@@ -48,19 +48,13 @@ async function unpublishedExcept(ids: string[]): Promise<number> {
   return rows[0].n;
 }
 
-/** When the test began: the topic is read from there, not through what other runs on this stack wrote. */
-let since = 0;
-beforeEach(() => {
-  since = Date.now() - 5_000;
-});
-
 /** What reached the topic for `correlationId`, once `until` holds for those messages. */
 async function topicCopies(
   correlationId: string,
   until: (ours: ConsumedMessage[]) => boolean,
 ): Promise<ConsumedMessage[]> {
   const mine = (ms: ConsumedMessage[]) => ms.filter((m) => m.headers.correlationId === correlationId);
-  return mine(await consumeUntil(stackKafka(), (ms) => until(mine(ms)), 60_000, TOPIC, since));
+  return mine(await consumeUntil(stackKafka(), (ms) => until(mine(ms))));
 }
 
 /** Sequence numbers per key, in topic order (a key lives on one partition, whose order the consumer keeps). */
