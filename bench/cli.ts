@@ -2,7 +2,7 @@
  * `npm run bench -- [--workload smoke|backlog|steady|moonshot|idle|relay] [--profile dev|production]
  *                   [--documents N --owners M --due K --due-owners O]
  *                   [--rows N (relay)]
- *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--pool-size P]
+ *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--partitions K] [--pool-size P]
  *                   [--only temporal,a,b,repeat,e2e | kafkajs,relay,relay-cold] [--worker dist|src] [--as-of YYYY-MM-DD] [--keep-db]
  *                   [--compare <rev>[,<rev>…] [--rounds N]]`
  *

@@ -15,6 +15,8 @@ export interface BenchOptions {
   batchSize: number;
   ownerConcurrency: number;
   ownerGroupSize: number;
+  /** `--partitions`: the cycle's partition count; absent: the cycle plans it from the day's due count. */
+  partitions?: number;
   poolSize: number;
   /** `--only`: the paths to run; the workload's paths when absent. */
   only?: string[];
@@ -54,6 +56,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'batch-size': { type: 'string', default: '500' },
       'owner-concurrency': { type: 'string', default: '400' },
       'owner-group-size': { type: 'string', default: '100' },
+      partitions: { type: 'string' },
       'pool-size': { type: 'string', default: '20' },
       only: { type: 'string' },
       'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
@@ -81,6 +84,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     batchSize: Number(a['batch-size']),
     ownerConcurrency: Number(a['owner-concurrency']),
     ownerGroupSize: Number(a['owner-group-size']),
+    partitions: optionalNumber(a.partitions),
     poolSize: Number(a['pool-size']),
     only: a.only?.split(','),
     asOf: a['as-of'],

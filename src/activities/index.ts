@@ -10,10 +10,12 @@ import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import { toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
-import { createRemindOwners } from './owner-groups';
+import { createOwnerClaims } from './owner-groups';
+import { createPageClaims } from './page-claims';
 
 export type { ActivityDeps } from './deps';
 export type { RemindOwnersInput, RemindOwnersResult } from './owner-groups';
+export type { ClaimPageInput, ClaimPageResult } from './page-claims';
 
 export interface CandidatePage {
   /** Distinct owners of the page's documents, in scan order. */
@@ -75,7 +77,8 @@ export interface PruneInput {
 
 /** Builds the activity implementations around the worker's pool, logger and configuration. */
 export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
-  const remindOwners = createRemindOwners({ pool, logger, metrics });
+  const { remindOwners, claimGroup } = createOwnerClaims({ pool, logger, metrics });
+  const claimPage = createPageClaims({ pool }, claimGroup);
   return {
     /**
      * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated;
@@ -163,6 +166,8 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
     },
 
     remindOwners,
+
+    claimPage,
 
     /**
      * docs/DESIGN.md#prune: deletes markers of documents that expired before AsOfDate − RetentionDays, after

@@ -51,8 +51,11 @@ export interface RemindOwnersResult {
   failed: FailedOwner[];
 }
 
-/** The `remindOwners` activity around the worker's pool, logger and metrics. */
-export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>) {
+/**
+ * The `remindOwners` activity around the worker's pool, logger and metrics, and the claim of one group it
+ * runs (`claimGroup`), which a page's claim runs for each of its groups.
+ */
+export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 'pool' | 'logger' | 'metrics'>) {
   const log = logger.child({ component: 'activities' });
 
   /**
@@ -177,6 +180,18 @@ export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps,
     // crashed worker within seconds.
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
+      return await claimGroup(input, queuedBy, attempt);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /**
+   * One group's claim as attempt `attempt` of the activity that `queuedBy` names: a transient error fails the
+   * attempt (thrown, for Temporal to retry), a permanent one or the last attempt isolates the owners.
+   */
+  async function claimGroup(input: RemindOwnersInput, queuedBy: string, attempt: number): Promise<RemindOwnersResult> {
+    try {
       return summarise(await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), [], queuedBy);
     } catch (err) {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
@@ -190,16 +205,14 @@ export function createRemindOwners({ pool, logger, metrics }: Pick<ActivityDeps,
         'owner group failed, claiming its owners one by one',
       );
       return await isolateOwners(input, queuedBy);
-    } finally {
-      clearInterval(beat);
     }
   }
 
-  return remindOwners;
+  return { remindOwners, claimGroup };
 }
 
 /** How often a running group tells Temporal its worker is alive (the workflow's heartbeat timeout is 10 s). */
-const HEARTBEAT_EVERY_MS = 2_000;
+export const HEARTBEAT_EVERY_MS = 2_000;
 
 /** Quick in-process tries per isolated owner, and the first pause between them (×4 each time). */
 const ISOLATED_ATTEMPTS = 3;
@@ -224,8 +237,9 @@ function mergeEarlier(fresh: OwnerClaim[], earlier: QueuedByEarlierAttempt[]): O
   });
 }
 
-function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
-  const result: RemindOwnersResult = {
+/** A result that claimed nothing, to add to; `failed` as given. */
+export function emptyResult(failed: FailedOwner[] = []): RemindOwnersResult {
+  return {
     ownersProcessed: 0,
     ownersNotified: 0,
     busyOwnerIds: [],
@@ -234,6 +248,10 @@ function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string
     skippedAlreadyMarked: 0,
     failed,
   };
+}
+
+function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
+  const result = emptyResult(failed);
   for (const c of claims) {
     if (c.busy) {
       result.busyOwnerIds.push(c.ownerUserId);

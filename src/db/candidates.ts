@@ -221,6 +221,47 @@ export async function selectCandidatePage(
     .slice(0, limit);
 }
 
+/**
+ * The owners of the documents in the window whose keys lie in `(after, through]` and whose ids lie in
+ * `range`, in scan order, each once, and how many documents that is: a page read before, found again by its bounds. Unlike the page statement
+ * it does not leave out reminded documents, so a retry finds the owners that an earlier attempt of the page
+ * claimed (their documents are reminded now) and reads back what it queued; an owner whose documents in the
+ * range were reminded before is claimed again and finds nothing due.
+ */
+export async function selectPageOwners(
+  db: Queryable,
+  window: CandidateWindow,
+  after: PageCursor | null,
+  through: PageCursor,
+  range: IdRange = [NIL_UUID, null],
+): Promise<{ ownerIds: string[]; documents: number }> {
+  const bounds = scanBounds(window, await selectPruneCutoff(db));
+  const from: PageCursor = after ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+  const { rows } = await inPagePlan(db, (q) =>
+    q.query<{ owner_user_id: string }>(PAGE_OWNERS_SQL, [
+      bounds.from,
+      bounds.to,
+      from.expiresAt,
+      from.id,
+      through.expiresAt,
+      through.id,
+      range[0],
+      range[1],
+    ]),
+  );
+  return { ownerIds: [...new Set(rows.map((r) => r.owner_user_id))], documents: rows.length };
+}
+
+/** {@link selectPageOwners}' statement: the page statement's walk of the index, between two keys. */
+const PAGE_OWNERS_SQL = `select d.owner_user_id
+       from profile.person_documents d
+      where ${windowSql('d', '$1::date', '$2::date')}
+        and (d.expires_at, d.id) > ($3::date, $4::uuid)
+        and (d.expires_at, d.id) <= ($5::date, $6::uuid)
+        and d.id >= $7::uuid
+        and ($8::uuid is null or d.id < $8::uuid)
+      order by d.expires_at, d.id`;
+
 /** `[from, until)` of the UUID space; `until` null: to the end. */
 export type IdRange = [string, string | null];
 

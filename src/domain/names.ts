@@ -9,6 +9,11 @@ export const SCHEDULE_ID = 'document-expiry-reminder';
 export const SCHEDULED_WORKFLOW_ID = 'document-expiry-reminder-cycle';
 /** Prefix of the workflow ids started by hand with `cycle run`. */
 export const MANUAL_WORKFLOW_ID_PREFIX = 'document-expiry-reminder-manual';
+/**
+ * The activity types that claim owners: a partition's page claims and the owner groups. A worker's share of a
+ * cycle's work is its share of these in the histories.
+ */
+export const OWNER_ACTIVITIES: ReadonlySet<string> = new Set(['claimPage', 'remindOwners']);
 
 export const TOPIC = 'pin.profile.document-expiry-reminders.v1';
 export const EVENT_TYPE = 'DocumentExpiryReminderKafkaEvent';

@@ -23,6 +23,7 @@ import {
   startChild,
   upsertSearchAttributes,
   workflowInfo,
+  type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities, CandidatePage, PartitionPlan } from '../activities';
 import {
@@ -77,6 +78,28 @@ const PARTITIONS_PATCH = 'partitions-v1';
  */
 const BUSY_RETRY_BOUND_PATCH = 'busy-retry-bound-v1';
 
+/**
+ * The patch that makes a partition claim each page in one activity (docs/DESIGN.md#page-claims). A partition
+ * recorded before it replays its page reads and owner groups.
+ */
+const PAGE_CLAIMS_PATCH = 'page-claims-v1';
+
+/**
+ * A page's claim: its read and a transaction or two, tens of milliseconds; the last attempt isolates
+ * failing groups' owners one by one, hence the wide start-to-close. It heartbeats while it runs, so a page
+ * lost with a crashed worker is retried after 10 s. Ten attempts over about two and a half minutes, as a
+ * page read had: a database restart is waited out, not reported as failed owners.
+ */
+const PAGE_CLAIM_ACTIVITY = {
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10 },
+} satisfies ActivityOptions;
+const { claimPage } = proxyActivities<Activities>(PAGE_CLAIM_ACTIVITY);
+
+/** How often a partition that claims pages shows its reminders sent in its search attribute. */
+const SEARCH_ATTRIBUTES_EVERY_MS = 10_000;
+
 // Short start-to-close timeouts: they are also how soon work lost with a crashed worker is retried.
 const { findCandidatePage } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -126,8 +149,10 @@ async function runCycle(input: CycleInput): Promise<CycleResult> {
 /** The scan, the owners found busy, and the prune of a cycle (or a partition) that scans its range alone. */
 async function scanAlone(run: CycleRun): Promise<[CycleStatus, number]> {
   const pages = new PageReader(run);
+  // A partition claims each page in one activity; histories recorded before replay its pages and groups.
+  const claimsPages = run.partition !== undefined && patched(PAGE_CLAIMS_PATCH);
   // A run handed over in the middle of the busy retries has no scan left to do.
-  let status = run.state.busyRetry ? 'completed' : await scanPages(run, pages);
+  let status = run.state.busyRetry ? 'completed' : claimsPages ? await claimPages(run) : await scanPages(run, pages);
   await run.groups.drain();
   // A page read ahead of a stop is not used; its activity must still end before the run does.
   await pages.dropReadAhead();
@@ -517,6 +542,58 @@ function groupsThatFit(settings: CycleSettings): number {
     0,
     Math.floor((settings.maxHistoryEvents - now.historyLength - HANDOVER_EVENTS) / EVENTS_PER_ACTIVITY),
   );
+}
+
+/**
+ * A partition's scan, page after page, each page read and its owners claimed by one `claimPage` activity
+ * (docs/DESIGN.md#page-claims), until the scan is done or the partition stops; hands over to a new run when
+ * history is nearly full. The partition's reminders-sent search attribute is updated at most every
+ * {@link SEARCH_ATTRIBUTES_EVERY_MS}, and at the end. Returns the status so far.
+ */
+async function claimPages(run: CycleRun): Promise<CycleStatus> {
+  const { settings, counts, groups, partition } = run;
+  let shownAt = Date.now();
+  const show = () => {
+    upsertSearchAttributes([{ key: REMINDERS_SENT, value: counts.remindersSent }]);
+    shownAt = Date.now();
+  };
+  for (;;) {
+    const stop = run.stopReason();
+    if (stop) {
+      show();
+      return stop;
+    }
+    const page = counts.pages + 1;
+    const r = await CancellationScope.nonCancellable(() =>
+      claimPage.executeWithOptions({ ...PAGE_CLAIM_ACTIVITY, summary: `page ${page}`, allowEagerDispatch: false }, [
+        {
+          window: candidateWindow(settings),
+          cycleId: run.firstRunId,
+          jobRunId: run.jobRunId,
+          page,
+          batchSize: settings.batchSize,
+          // Only a partition claims pages, so it is always there.
+          partition: partition ?? { index: 0, count: 1 },
+          asOf: settings.asOf,
+          ownerConcurrency: settings.ownerConcurrency,
+          lastAttempt: PAGE_CLAIM_ACTIVITY.retry.maximumAttempts,
+        },
+      ]),
+    );
+    counts.pages = page;
+    counts.documentsSeen += r.documentCount;
+    groups.record(r, false);
+    run.progress();
+    if (!r.hasNext) {
+      show();
+      return 'completed';
+    }
+    if (Date.now() - shownAt >= SEARCH_ATTRIBUTES_EVERY_MS) show();
+    const now = workflowInfo();
+    if (now.continueAsNewSuggested || now.historyLength + 2 * EVENTS_PER_ACTIVITY > settings.maxHistoryEvents) {
+      return continueAsNextRun(run);
+    }
+  }
 }
 
 /** The scan's pages in order, each read once; the next may be read while this one's owners run. */

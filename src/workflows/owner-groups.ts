@@ -227,6 +227,23 @@ export class RemindOwnersInFlight {
     this.progress();
   }
 
+  /**
+   * Adds what a claim reported (a group's, or a page's: docs/DESIGN.md#page-claims) to the counts, and keeps
+   * its busy owners, with its `queuedBy`, for the retries. `retry`: they were found busy before.
+   */
+  record(r: RemindOwnersResult, retry: boolean): void {
+    tallyGroup(this.counts, r, this.jobRunId);
+    if (!retry) this.counts.ownersBusy += r.busyOwnerIds.length;
+    this.busy.push(...r.busyOwnerIds);
+    if (r.busyQueuedBy) {
+      for (const id of r.busyOwnerIds) {
+        const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
+        if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
+        this.busyQueuedBy.set(id, keys);
+      }
+    }
+  }
+
   private start(ownerUserIds: string[], retry: boolean): Promise<void> {
     const { settings, jobRunId, counts } = this;
     const first = ownerUserIds[0];
@@ -258,18 +275,7 @@ export class RemindOwnersInFlight {
       ),
     )
       .then(
-        (r) => {
-          tallyGroup(counts, r, jobRunId);
-          if (!retry) counts.ownersBusy += r.busyOwnerIds.length;
-          this.busy.push(...r.busyOwnerIds);
-          if (r.busyQueuedBy) {
-            for (const id of r.busyOwnerIds) {
-              const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
-              if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
-              this.busyQueuedBy.set(id, keys);
-            }
-          }
-        },
+        (r) => this.record(r, retry),
         (err: unknown) => {
           counts.failedOwners += ownerUserIds.length;
           for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();

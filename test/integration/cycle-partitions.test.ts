@@ -87,7 +87,7 @@ test('the plan leaves a small day alone and a day with nothing due unscanned', a
   expect(await outbox(stack.db.admin)).toHaveLength(1);
 });
 
-test('with two workers polling, each runs a share of the partitions’ owner groups', async () => {
+test('with two workers polling, each claims a share of the partitions’ pages', async () => {
   const taskQueue = `test-${crypto.randomUUID()}`;
   await stack.startWorker({ taskQueue, identity: 'worker-a' });
   await stack.startWorker({ taskQueue, identity: 'worker-b' });
@@ -97,7 +97,7 @@ test('with two workers polling, each runs a share of the partitions’ owner gro
     Array.from({ length: 400 }, (_, i) => ({ daysLeft: i % 8 })),
   );
 
-  const handle = await stack.startCycle({ asOf: AS_OF_DATE, ownerGroupSize: 5 }, { taskQueue });
+  const handle = await stack.startCycle({ asOf: AS_OF_DATE, ownerGroupSize: 5, batchSize: 10 }, { taskQueue });
   const result = await handle.result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', partitions: 4, remindersSent: 400 }));
 
@@ -113,13 +113,14 @@ test('with two workers polling, each runs a share of the partitions’ owner gro
     );
     for (const e of events) {
       const started = e.activityTaskStartedEventAttributes;
-      if (started && types.get(String(started.scheduledEventId)) === 'remindOwners') {
+      if (started && types.get(String(started.scheduledEventId)) === 'claimPage') {
         groupsBy.set(started.identity ?? '', (groupsBy.get(started.identity ?? '') ?? 0) + 1);
       }
     }
   }
   const total = [...groupsBy.values()].reduce((a, b) => a + b, 0);
-  expect(total).toBeGreaterThanOrEqual(80);
+  // Four partitions of about 100 documents, in pages of 10.
+  expect(total).toBeGreaterThanOrEqual(40);
   expect([...groupsBy.keys()].sort()).toEqual(['worker-a', 'worker-b']);
   for (const n of groupsBy.values()) expect(n / total).toBeGreaterThanOrEqual(0.3);
 });
@@ -140,13 +141,19 @@ test('the client runs a cycle in a given number of partitions, lists each runnin
     expect.objectContaining({ message: expect.stringContaining('--partitions') }),
   );
 
-  // A slow cycle (one owner at a time) to look at while it runs.
+  // A slow cycle (pages of one document, one owner at a time) to look at while it runs.
   await insertDocuments(
     stack.db.admin,
     AS_OF_DATE,
     Array.from({ length: 300 }, () => ({ daysLeft: 1 })),
   );
-  const slow = await stack.startCycle({ asOf: AS_OF_DATE, partitions: 2, ownerConcurrency: 1, ownerGroupSize: 1 });
+  const slow = await stack.startCycle({
+    asOf: AS_OF_DATE,
+    partitions: 2,
+    batchSize: 1,
+    ownerConcurrency: 1,
+    ownerGroupSize: 1,
+  });
   let rows: CycleStatusRow[] = [];
   await waitFor(async () => {
     rows = (await runClient<CycleStatusRow[]>(() => config, ['cycle', 'status'])).output;

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
 import { remindOwnersInTransaction } from '../../src/db/reminders';
 import { createPool, withTransaction } from '../../src/db/pool';
-import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
+import { insertDocuments, markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { WORKER_ROLE } from '../../src/domain/names';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
@@ -44,18 +44,7 @@ function remindOwners(ownerUserIds: string[], attempt = 1): Promise<RemindOwners
   return new MockActivityEnvironment({ attempt }).run(activities.remindOwners, input(ownerUserIds));
 }
 
-async function seedOwners(n: number): Promise<string[]> {
-  const owners = Array.from({ length: n }, () => crypto.randomUUID());
-  await insertDocuments(
-    stack.db.admin,
-    AS_OF_DATE,
-    owners.flatMap((ownerUserId) => [
-      { ownerUserId, daysLeft: 7 },
-      { ownerUserId, daysLeft: 25 },
-    ]),
-  );
-  return owners;
-}
+const seedOwners = (n: number) => seedOwnersWithTwoDocuments(stack.db.admin, AS_OF_DATE, n);
 
 test('a group of owners is claimed in one transaction: one event per owner listing its due documents', async () => {
   const owners = await seedOwners(4);

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../../src/config';
 import { partitionWorkflowId, type CycleResult } from '../../src/domain/cycle';
-import { TASK_QUEUE } from '../../src/domain/names';
+import { OWNER_ACTIVITIES, TASK_QUEUE } from '../../src/domain/names';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { runHistories } from '../../scripts/record-histories/fixtures';
 import { STACK_DATABASE } from '../../scripts/stack/database';
@@ -119,7 +119,7 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
 }
 
 /**
- * A big day (20,000 owners) runs in partitions, and both workers take its owner groups: each ran at least
+ * A big day (20,000 owners) runs in partitions, and both workers take its page claims and owner groups: each ran at least
  * 30 % of them (the identity of each group's ActivityTaskStarted in the partitions' histories), their
  * counters add up to the result, and every owner got one event.
  */
@@ -160,7 +160,7 @@ async function aBigCycleSpreadsOverBothWorkers(
         const events = history.events ?? [];
         const groups = new Set(
           events
-            .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOwners')
+            .filter((e) => OWNER_ACTIVITIES.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''))
             .map((e) => String(e.eventId)),
         );
         for (const e of events) {

@@ -1,8 +1,27 @@
 /** Seeding and reading the three tables the way a person checking the job would. */
+import crypto from 'node:crypto';
 import type { Queryable } from '../../src/db/pool';
 import type { OutboxMessage } from '../../src/db/outbox';
+import { insertDocuments } from '../../scripts/stack/documents';
 
 export { insertDocuments, rejectOwner } from '../../scripts/stack/documents';
+
+/**
+ * `n` new owners, each with a document 7 days and one 25 days from `asOfDate` (both due; in scan order
+ * every 7-day document comes first).
+ */
+export async function seedOwnersWithTwoDocuments(db: Queryable, asOfDate: string, n: number): Promise<string[]> {
+  const owners = Array.from({ length: n }, () => crypto.randomUUID());
+  await insertDocuments(
+    db,
+    asOfDate,
+    owners.flatMap((ownerUserId) => [
+      { ownerUserId, daysLeft: 7 },
+      { ownerUserId, daysLeft: 25 },
+    ]),
+  );
+  return owners;
+}
 
 export interface MarkerRow {
   document_id: string;

@@ -5,7 +5,7 @@
  * a failing partition fails the cycle, named.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import type { FindCandidatePageInput, PruneInput } from '../../src/activities';
+import type { ClaimPageInput, FindCandidatePageInput, PruneInput, RemindOwnersInput } from '../../src/activities';
 import { cycleEnvPerFile, eventNames, withCycle, type HistoryEvent } from './support/cycle-env';
 import { callsOf, holdUntil, ownerId, owners } from './support/stub-activities';
 
@@ -41,8 +41,11 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
       expect(result.remindersSent).toBe(17);
       expect(result.documentsSeen).toBe(34);
 
-      const pageCalls = callsOf(calls, 'findCandidatePage').map((c) => c.input as FindCandidatePageInput);
-      expect(pageCalls.map((p) => [p.partition?.index, p.page]).sort()).toEqual([
+      // One activity per page reads it and claims its owners; no page read or owner group of their own.
+      const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
+      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(0);
+      expect(callsOf(calls, 'remindOwners')).toHaveLength(0);
+      expect(pageCalls.map((p) => [p.partition.index, p.page]).sort()).toEqual([
         [0, 1],
         [0, 2],
         [1, 1],
@@ -50,7 +53,7 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
         [2, 2],
         [2, 3],
       ]);
-      expect(pageCalls.every((p) => p.partition?.count === 3 && p.jobRunId === handle.workflowId)).toBe(true);
+      expect(pageCalls.every((p) => p.partition.count === 3 && p.jobRunId === handle.workflowId)).toBe(true);
       // Each partition keys its scan positions by its own first run id.
       expect(new Set(pageCalls.map((p) => p.cycleId)).size).toBe(3);
 
@@ -113,21 +116,21 @@ test('a cancel request reaches every partition: each stops and reports, the cycl
         [owners(1, 2), owners(3, 2), owners(5, 2)],
         [owners(11, 2), owners(13, 2), owners(15, 2)],
       ],
-      // Every partition's first group waits for the cancel, so neither has finished when it comes.
-      onGroup: async () => {
+      // Every partition's first page waits for the cancel, so neither has finished when it comes.
+      onPage: async () => {
         await holdUntil(() => cancelled, 10_000);
       },
     },
     { ownerConcurrency: 2, ownerGroupSize: 2 },
     async ({ handle, calls, histories }) => {
-      await holdUntil(() => callsOf(calls, 'remindOwners').length >= 2, 10_000);
+      await holdUntil(() => callsOf(calls, 'claimPage').length >= 2, 10_000);
       await handle.cancel();
       await holdUntil(() => false, 500);
       cancelled = true;
       const result = await handle.result();
       expect(result).toEqual(expect.objectContaining({ status: 'cancelled', partitions: 2, pruned: 0 }));
-      // The groups that had started ended and were counted; no page after the cancel.
-      expect(result.remindersSent).toBe(callsOf(calls, 'remindOwners').length * 2);
+      // The pages that had started ended and were counted; no page after the cancel.
+      expect(result.remindersSent).toBe(callsOf(calls, 'claimPage').length * 2);
       expect(result.pages).toBeLessThan(6);
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(0);
       expect(eventNames((await histories())[0].events)).toContain(
@@ -159,7 +162,8 @@ test('a partition that fails fails the cycle, naming it, after the others have e
       expect(message).toContain('1 of 3 partitions failed');
       expect(message).toContain(`partition 2 of 3 (${handle.workflowId}/partition-2-of-3)`);
       // The other partitions ran their owners; the failed cycle does not prune.
-      expect(callsOf(calls, 'remindOwners').length).toBe(2);
+      const claimed = callsOf(calls, 'claimPage').filter((c) => (c.input as ClaimPageInput).partition.index !== 1);
+      expect(claimed).toHaveLength(2);
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(0);
     },
   );
@@ -171,20 +175,44 @@ test('a partition continues as new on its own history and keeps its counts', asy
     {
       pages: [],
       plan: { due: 100_000, partitions: 2 },
-      partitionPages: [Array.from({ length: 8 }, (_, i) => owners(100 + 10 * i, 2)), [owners(1, 2)]],
+      partitionPages: [Array.from({ length: 16 }, (_, i) => owners(100 + 10 * i, 2)), [owners(1, 2)]],
     },
     { maxHistoryEvents: 60, batchSize: 10 },
     async ({ handle, calls }) => {
       const result = await handle.result();
       expect(result).toEqual(
-        expect.objectContaining({ status: 'completed', partitions: 2, pages: 9, remindersSent: 18 }),
+        expect.objectContaining({ status: 'completed', partitions: 2, pages: 17, remindersSent: 34 }),
       );
       const runsOfFirst = new Set(
-        callsOf(calls, 'findCandidatePage')
-          .filter((c) => (c.input as FindCandidatePageInput).partition?.index === 0)
+        callsOf(calls, 'claimPage')
+          .filter((c) => (c.input as ClaimPageInput).partition.index === 0)
           .map((c) => c.workflowRunId),
       );
       expect(runsOfFirst.size).toBeGreaterThan(1);
+    },
+  );
+});
+
+test('an owner a partition’s page finds busy is retried by an owner group after the scan, once', async () => {
+  const busy = ownerId(3);
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      partitionPages: [[owners(1, 4)], [owners(11, 2)]],
+      owner: (id, n) => (id === busy && n === 1 ? 'busy' : 'sent'),
+    },
+    { partitions: 2 },
+    async ({ handle, calls }) => {
+      const result = await handle.result();
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', remindersSent: 6, ownersProcessed: 6, ownersBusy: 1 }),
+      );
+      expect(result.failedOwners).toBe(0);
+      const retries = callsOf(calls, 'remindOwners');
+      expect(retries.map((c) => (c.input as RemindOwnersInput).ownerUserIds)).toEqual([[busy]]);
+      // The retry reads back what the page's claim queued, in case it was the transaction holding the owner.
+      expect(Object.keys((retries[0].input as RemindOwnersInput).earlierQueuedBy ?? {})).toEqual([busy]);
     },
   );
 });

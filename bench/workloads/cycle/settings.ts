@@ -12,6 +12,8 @@ export interface CycleSettings {
   batchSize: number;
   ownerConcurrency: number;
   ownerGroupSize: number;
+  /** The cycle's partition count; absent: planned (the baselines do not partition). */
+  partitions?: number;
   /** The worker's pool, and baseline A's. */
   poolSize: number;
   window: CandidateWindow;
@@ -24,6 +26,7 @@ export function cycleSettings(options: BenchOptions): CycleSettings {
     batchSize: options.batchSize,
     ownerConcurrency: options.ownerConcurrency,
     ownerGroupSize: options.ownerGroupSize,
+    ...(options.partitions !== undefined ? { partitions: options.partitions } : {}),
     poolSize: options.poolSize,
     window: { asOfDate: options.asOf, thresholdsDays: THRESHOLDS, retentionDays: RETENTION },
   };

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { temporal as proto } from '@temporalio/proto';
 import { partitionWorkflowId } from '../../../src/domain/cycle';
-import { WORKFLOW_TYPE } from '../../../src/domain/names';
+import { OWNER_ACTIVITIES, WORKFLOW_TYPE } from '../../../src/domain/names';
 import type { CycleWorkflow } from '../../../src/workflows';
 import {
   cpuDelta,
@@ -43,7 +43,13 @@ export async function temporalCycle(
     taskQueue,
     workflowId: `bench-${crypto.randomUUID()}`,
     args: [
-      { asOf: s.asOf, batchSize: s.batchSize, ownerConcurrency: s.ownerConcurrency, ownerGroupSize: s.ownerGroupSize },
+      {
+        asOf: s.asOf,
+        batchSize: s.batchSize,
+        ownerConcurrency: s.ownerConcurrency,
+        ownerGroupSize: s.ownerGroupSize,
+        ...(s.partitions !== undefined ? { partitions: s.partitions } : {}),
+      },
     ],
   });
   const result = await handle.result();
@@ -107,13 +113,13 @@ async function runHistories(client: Client, workflowId: string, firstRunId?: str
   }
 }
 
-/** `remindOwners` activities started, by the identity of the worker that started them. */
+/** Owner activities (`claimPage`, `remindOwners`) started, by the identity of the worker that started them. */
 function groupsByIdentity(runs: HistoryEvent[][]): Map<string, number> {
   const counts = new Map<string, number>();
   for (const events of runs) {
     const groupEvents = new Set(
       events
-        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOwners')
+        .filter((e) => OWNER_ACTIVITIES.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''))
         .map((e) => String(e.eventId)),
     );
     for (const e of events) {

@@ -9,6 +9,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type {
   Activities,
   CandidatePage,
+  ClaimPageInput,
+  ClaimPageResult,
   FindCandidatePageInput,
   PartitionPlan,
   PlanPartitionsInput,
@@ -61,7 +63,11 @@ export interface CycleScript {
   /** Runs when a group's call starts (`calls`: the log so far); what it throws fails that attempt. */
   onGroup?: (input: RemindOwnersInput, call: StubCall, calls: readonly StubCall[]) => Promise<void> | void;
   /** Runs when a page's call starts; what it throws fails that attempt. */
-  onPage?: (input: FindCandidatePageInput, call: StubCall, calls: readonly StubCall[]) => Promise<void> | void;
+  onPage?: (
+    input: FindCandidatePageInput | ClaimPageInput,
+    call: StubCall,
+    calls: readonly StubCall[],
+  ) => Promise<void> | void;
 }
 
 /** The worker configuration the stubs resolve a script's settings from. */
@@ -133,30 +139,48 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
     remindOwners: (input: RemindOwnersInput) =>
       logged('remindOwners', input, async (call): Promise<RemindOwnersResult> => {
         await script.onGroup?.(input, call, calls);
-        const outcomes = input.ownerUserIds.map((id) => {
-          const n = (ownerCalls.get(id) ?? 0) + 1;
-          ownerCalls.set(id, n);
-          return { id, outcome: script.owner?.(id, n) ?? 'sent' };
-        });
-        // A sent owner is processed and notified, with one reminder and its marker.
-        const sent = outcomes.filter((o) => o.outcome === 'sent').length;
-        const busy = outcomes.some((o) => o.outcome === 'busy');
+        return claimOwners(input.ownerUserIds, call);
+      }),
+
+    claimPage: (input: ClaimPageInput) =>
+      logged('claimPage', input, async (call): Promise<ClaimPageResult> => {
+        await script.onPage?.(input, call, calls);
+        const pages = script.partitionPages?.[input.partition.index] ?? [];
+        const ownerIds = pages[input.page - 1] ?? [];
         return {
-          ...(busy ? { busyQueuedBy: `${call.workflowRunId}/${Context.current().info.activityId}` } : {}),
-          ownersProcessed: sent,
-          ownersNotified: sent,
-          remindersSent: sent,
-          markersInserted: sent,
-          skippedAlreadyMarked: 0,
-          busyOwnerIds: outcomes.filter((o) => o.outcome === 'busy').map((o) => o.id),
-          failed: outcomes.flatMap(({ id, outcome }) =>
-            typeof outcome === 'object' ? [{ ownerUserId: id, error: outcome.failed }] : [],
-          ),
+          ...claimOwners(ownerIds, call),
+          documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
+          owners: ownerIds.length,
+          hasNext: input.page < pages.length,
         };
       }),
 
     pruneReminders: (input: unknown) => logged('pruneReminders', input, async () => 3),
   };
+
+  /** What the script says of each owner, as a claim of them reports it. */
+  function claimOwners(ownerUserIds: string[], call: StubCall): RemindOwnersResult {
+    const outcomes = ownerUserIds.map((id) => {
+      const n = (ownerCalls.get(id) ?? 0) + 1;
+      ownerCalls.set(id, n);
+      return { id, outcome: script.owner?.(id, n) ?? 'sent' };
+    });
+    // A sent owner is processed and notified, with one reminder and its marker.
+    const sent = outcomes.filter((o) => o.outcome === 'sent').length;
+    const busy = outcomes.some((o) => o.outcome === 'busy');
+    return {
+      ...(busy ? { busyQueuedBy: `${call.workflowRunId}/${Context.current().info.activityId}` } : {}),
+      ownersProcessed: sent,
+      ownersNotified: sent,
+      remindersSent: sent,
+      markersInserted: sent,
+      skippedAlreadyMarked: 0,
+      busyOwnerIds: outcomes.filter((o) => o.outcome === 'busy').map((o) => o.id),
+      failed: outcomes.flatMap(({ id, outcome }) =>
+        typeof outcome === 'object' ? [{ ownerUserId: id, error: outcome.failed }] : [],
+      ),
+    };
+  }
   return { activities, calls };
 }
 

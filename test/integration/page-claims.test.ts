@@ -1,0 +1,178 @@
+/**
+ * A partition's page claim (`claimPage`, docs/DESIGN.md#page-claims) on a real PostgreSQL, run in the SDK's
+ * activity context with a chosen attempt: the page read and its owners claimed in one activity, the page's
+ * end kept for the next page and for a retry, a retry after a commit that was never reported, a bad owner
+ * among good ones, and partitions that cover the day once.
+ */
+import crypto from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
+import { selectCandidatePage } from '../../src/db/candidates';
+import { selectScanPosition, upsertScanPosition } from '../../src/db/scan-positions';
+import { markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
+import { testConfig } from '../support/stack';
+import { useIntegration } from '../support/harness';
+
+const AS_OF_DATE = '2026-09-02';
+const WINDOW = { asOfDate: AS_OF_DATE, thresholdsDays: [30, 7, 1, 0], retentionDays: 90 };
+
+const stack = useIntegration('page-claims');
+let activities: ReturnType<typeof createActivities>;
+
+beforeAll(() => {
+  activities = createActivities({ pool: stack.db.worker, logger: pino({ level: 'silent' }), config: testConfig() });
+});
+
+function input(cycleId: string, page: number, over: Partial<ClaimPageInput> = {}): ClaimPageInput {
+  return {
+    window: WINDOW,
+    cycleId,
+    jobRunId: 'page-claims-test',
+    page,
+    batchSize: 4,
+    partition: { index: 0, count: 1 },
+    asOf: `${AS_OF_DATE}T03:00:00.000Z`,
+    ownerConcurrency: 2,
+    lastAttempt: 5,
+    ...over,
+  };
+}
+
+/** Attempt `attempt` of the page activity `activityId` of run `run-1`: its `queuedBy` is `run-1/<activityId>`. */
+function claimPage(
+  request: ClaimPageInput,
+  attempt = 1,
+  activityId = `page-${request.page}`,
+): Promise<ClaimPageResult> {
+  return new MockActivityEnvironment({
+    attempt,
+    activityId,
+    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
+  }).run(activities.claimPage, request);
+}
+
+const seedOwners = (n: number) => seedOwnersWithTwoDocuments(stack.db.admin, AS_OF_DATE, n);
+
+test("a page's claim reads the page and claims its owners with all their due documents; the next page starts at its end", async () => {
+  const owners = await seedOwners(3);
+  const cycleId = crypto.randomUUID();
+
+  // Page 1: the three 7-day documents and one 25-day one; its three owners get both documents each.
+  const first = await claimPage(input(cycleId, 1));
+  expect(first).toEqual({
+    ownersProcessed: 3,
+    ownersNotified: 3,
+    busyOwnerIds: [],
+    remindersSent: 6,
+    markersInserted: 9,
+    skippedAlreadyMarked: 0,
+    failed: [],
+    documentCount: 4,
+    owners: 3,
+    hasNext: true,
+  });
+  expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeDefined();
+  const events = await outbox(stack.db.admin);
+  expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+  expect(events.every((e) => e.payload.documents.length === 2)).toBe(true);
+
+  // Page 2 starts after page 1's end: the two 25-day documents left were claimed with their owners.
+  const second = await claimPage(input(cycleId, 2));
+  expect(second).toEqual(expect.objectContaining({ documentCount: 0, owners: 0, remindersSent: 0, hasNext: false }));
+  expect(await outbox(stack.db.admin)).toHaveLength(3);
+});
+
+test('a later page of a cycle that has no end of the page before it is refused, naming the partition', async () => {
+  const err = await claimPage(input(crypto.randomUUID(), 3, { partition: { index: 1, count: 2 } })).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  expect(err?.message).toContain('no scan position for page 2 of partition 2 of 2');
+});
+
+test('a retry after the first attempt committed and was never reported claims the same owners and counts what it queued', async () => {
+  await seedOwners(3);
+  const cycleId = crypto.randomUUID();
+  // Attempt 1 committed and its worker died before reporting: its result is dropped.
+  const lost = await claimPage(input(cycleId, 1), 1);
+  const before = await markers(stack.db.admin);
+
+  const retry = await claimPage(input(cycleId, 1), 2);
+
+  // The same counts as the attempt that wrote them, and nothing written twice.
+  expect(retry).toEqual(
+    expect.objectContaining({
+      ownersProcessed: lost.ownersProcessed,
+      ownersNotified: lost.ownersNotified,
+      remindersSent: lost.remindersSent,
+      markersInserted: lost.markersInserted,
+      owners: 3,
+      // The 25-day documents after the page went with their owners: nothing is left to scan.
+      hasNext: false,
+    }),
+  );
+  expect(await outbox(stack.db.admin)).toHaveLength(3);
+  expect(await markers(stack.db.admin)).toHaveLength(before.length);
+  // Another activity (another id) finds the page's owners done and counts nothing of them.
+  const other = await claimPage(input(cycleId, 1), 2, 'another');
+  expect(other).toEqual(expect.objectContaining({ remindersSent: 0, ownersNotified: 0 }));
+});
+
+test('a retry after the first attempt read the page and died before claiming claims the page it read', async () => {
+  const owners = await seedOwners(3);
+  const cycleId = crypto.randomUUID();
+  // Attempt 1 recorded where page 1 ends, then died: no marker, no event.
+  const rows = await selectCandidatePage(stack.db.worker, WINDOW, null, 4);
+  const last = rows[rows.length - 1];
+  await upsertScanPosition(stack.db.worker, {
+    firstRunId: cycleId,
+    jobRunId: 'page-claims-test',
+    page: 1,
+    expiresAt: last.expires_at,
+    id: last.id,
+    attempt: 1,
+  });
+
+  const retry = await claimPage(input(cycleId, 1), 2);
+
+  expect(retry).toEqual(expect.objectContaining({ ownersProcessed: 3, remindersSent: 6, owners: 3, hasNext: true }));
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test('on the last attempt one bad owner among good ones is reported failed; the others are claimed', async () => {
+  const owners = await seedOwners(3);
+  const bad = owners[1];
+  await rejectOwner(stack.db.admin, bad);
+  const cycleId = crypto.randomUUID();
+
+  const result = await claimPage(input(cycleId, 1, { lastAttempt: 1 }), 1);
+
+  expect(result.failed.map((f) => f.ownerUserId)).toEqual([bad]);
+  expect(result).toEqual(expect.objectContaining({ ownersProcessed: 2, remindersSent: 4, owners: 3 }));
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual(
+    owners.filter((o) => o !== bad).sort(),
+  );
+});
+
+test("partitions' pages cover the day once: every owner one event, every due document in one partition's pages", async () => {
+  const owners = await seedOwners(40);
+  const partitions = 3;
+  let documents = 0;
+  let sent = 0;
+  for (let index = 0; index < partitions; index += 1) {
+    const cycleId = crypto.randomUUID();
+    for (let page = 1; ; page += 1) {
+      const r = await claimPage(input(cycleId, page, { partition: { index, count: partitions }, batchSize: 7 }));
+      documents += r.documentCount;
+      sent += r.remindersSent;
+      if (!r.hasNext) break;
+    }
+  }
+  const events = await outbox(stack.db.admin);
+  expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+  expect(sent).toBe(80);
+  // A document claimed with its owner on an earlier page is not due when its own page comes.
+  expect(documents).toBeLessThanOrEqual(80);
+  expect(documents).toBeGreaterThanOrEqual(40);
+});
