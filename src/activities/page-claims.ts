@@ -3,6 +3,7 @@
  * the owner ids stay in the worker and PostgreSQL and the workflow records one activity per page instead of
  * a page activity and one per owner group.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { CycleSettings, PartitionRef } from '../domain/cycle';
@@ -33,7 +34,15 @@ export interface ClaimPageResult extends RemindOwnersResult {
   owners: number;
   /** False when the scan of the partition is done. */
   hasNext: boolean;
+  /**
+   * Owners another transaction held at the page's first try; each was tried once more in the activity, and
+   * those still held are in `busyOwnerIds`.
+   */
+  ownersFoundBusy: number;
 }
+
+/** The pause before a page's busy owners get their second try. */
+const BUSY_AGAIN_AFTER_MS = 200;
 
 /**
  * The `claimPage` activity around the worker's pool and a group's claim (`claimGroup` of
@@ -141,9 +150,16 @@ export function createPageClaims(
         documentCount: page.documentCount,
         attempt,
       });
-      const results = await claimGroups(input, page.ownerIds, queuedBy, attempt);
+      const first = await claimGroups(input, page.ownerIds, queuedBy, attempt);
+      const busy = first.flatMap((r) => r.busyOwnerIds);
+      // An owner busy here is most often held by another partition claiming the same owner's documents in
+      // the other's id range, for the milliseconds of its transaction: one more try after a short pause
+      // claims it, or finds it done, without a workflow timer and another activity.
+      const again =
+        busy.length > 0 ? await sleep(BUSY_AGAIN_AFTER_MS).then(() => claimGroups(input, busy, queuedBy, attempt)) : [];
       return {
-        ...sumResults(results, queuedBy),
+        ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
+        ownersFoundBusy: busy.length,
         documentCount: page.documentCount,
         owners: page.ownerIds.length,
         hasNext: page.hasNext,

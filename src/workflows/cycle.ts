@@ -582,7 +582,9 @@ async function claimPages(run: CycleRun): Promise<CycleStatus> {
     );
     counts.pages = page;
     counts.documentsSeen += r.documentCount;
-    groups.record(r, false);
+    // Owners still busy are counted in ownersFoundBusy already.
+    groups.record(r, true);
+    counts.ownersBusy += r.ownersFoundBusy;
     run.progress();
     if (!r.hasNext) {
       show();

@@ -10,6 +10,8 @@ import pino from 'pino';
 import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
 import { selectCandidatePage } from '../../src/db/candidates';
 import { selectScanPosition, upsertScanPosition } from '../../src/db/scan-positions';
+import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { sleep } from '../support/wait';
 import { markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
@@ -71,6 +73,7 @@ test("a page's claim reads the page and claims its owners with all their due doc
     documentCount: 4,
     owners: 3,
     hasNext: true,
+    ownersFoundBusy: 0,
   });
   expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeDefined();
   const events = await outbox(stack.db.admin);
@@ -175,4 +178,56 @@ test("partitions' pages cover the day once: every owner one event, every due doc
   // A document claimed with its owner on an earlier page is not due when its own page comes.
   expect(documents).toBeLessThanOrEqual(80);
   expect(documents).toBeGreaterThanOrEqual(40);
+});
+
+/** A transaction of another claimer that holds `owner` (its lock, its uncommitted claim) until released. */
+async function holdOwner(owner: string): Promise<{ release: (how: 'commit' | 'rollback') => Promise<void> }> {
+  const holder = await stack.db.worker.connect();
+  await holder.query('begin');
+  await remindOwnersInTransaction(holder, {
+    ownerUserIds: [owner],
+    asOf: `${AS_OF_DATE}T03:00:00.000Z`,
+    ...WINDOW,
+    jobRunId: 'another-partition',
+    queuedBy: 'run-2/page-9',
+  });
+  return {
+    release: async (how) => {
+      await holder.query(how);
+      holder.release();
+    },
+  };
+}
+
+test("an owner another partition holds for a moment is tried again within the page's activity and claimed", async () => {
+  const owners = await seedOwners(3);
+  const held = await holdOwner(owners[1]);
+  const claiming = claimPage(input(crypto.randomUUID(), 1));
+  // The holder gives up before the second try (its claim rolls back), so this page sends for the owner.
+  await sleep(100);
+  await held.release('rollback');
+
+  const result = await claiming;
+
+  expect(result).toEqual(
+    expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [], ownersProcessed: 3, remindersSent: 6 }),
+  );
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test('an owner held past the second try is reported busy by id, counted once, and left to the busy retries', async () => {
+  const owners = await seedOwners(3);
+  const held = await holdOwner(owners[1]);
+  try {
+    const result = await claimPage(input(crypto.randomUUID(), 1));
+    expect(result).toEqual(
+      expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [owners[1]], ownersProcessed: 2, remindersSent: 4 }),
+    );
+    expect(result.busyQueuedBy).toBe('run-1/page-1');
+  } finally {
+    await held.release('commit');
+  }
+  // The holder's own claim is the owner's one event.
+  const events = await outbox(stack.db.admin);
+  expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
 });

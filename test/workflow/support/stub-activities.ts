@@ -147,8 +147,10 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         await script.onPage?.(input, call, calls);
         const pages = script.partitionPages?.[input.partition.index] ?? [];
         const ownerIds = pages[input.page - 1] ?? [];
+        const claimed = claimOwners(ownerIds, call);
         return {
-          ...claimOwners(ownerIds, call),
+          ...claimed,
+          ownersFoundBusy: claimed.busyOwnerIds.length,
           documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
           owners: ownerIds.length,
           hasNext: input.page < pages.length,
