@@ -1,7 +1,6 @@
 /** Kafka clients for the relay and the tools: connection settings, the topic, and message headers. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import {
   Kafka,
   logLevel as KafkaLogLevel,
@@ -17,7 +16,7 @@ import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import type { Logger } from '../observability/logger';
 import { TopicRefusedError } from './refusals';
-import { PRODUCER_ABANDONED_MESSAGE, ProducerAbandonedError } from './producer';
+import { dropKafkajsNegativeTimeoutWarning, kafkaLineLevel } from './kafkajs-workarounds';
 
 /**
  * A kafkajs client from configuration, logging through pino at WARN and above.
@@ -51,60 +50,6 @@ export function createKafka(
       },
   };
   return new Kafka(options);
-}
-
-/** Where kafkajs's request queue, in a call stack. */
-const KAFKAJS_REQUEST_QUEUE = /[\\/]kafkajs[\\/]src[\\/]network[\\/]requestQueue[\\/]/;
-let negativeTimeoutFilter = false;
-
-/**
- * kafkajs 2.2.4, its last release, arms its request queue's check with a negative delay
- * (`throttledUntil - Date.now()` while throttledUntil is -1; tulios/kafkajs#1751). Node 24 prints a
- * TimeoutNegativeWarning for it, once per process, where Node 20 said nothing; on both the timer fires
- * after 1 ms. This drops that warning when kafkajs's request queue raised it, and no other warning,
- * so the relay's stderr carries only what someone has to read. Process-wide; installed once.
- */
-export function dropKafkajsNegativeTimeoutWarning(): void {
-  if (negativeTimeoutFilter) return;
-  negativeTimeoutFilter = true;
-  const emitWarning = process.emitWarning.bind(process) as (...args: unknown[]) => void;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const option = rest[0];
-    const type = typeof option === 'string' ? option : (option as { type?: string } | undefined)?.type;
-    if (type === 'TimeoutNegativeWarning' && KAFKAJS_REQUEST_QUEUE.test(new Error().stack ?? '')) return;
-    emitWarning(warning, ...rest);
-  }) as typeof process.emitWarning;
-}
-
-/** Messages of the Kafka errors kafkajs retries by itself (the coordinator loading, a leader moving, …). */
-const RETRIABLE_KAFKA_ERRORS: ReadonlySet<string> = new Set(
-  (
-    createRequire(__filename)('kafkajs/src/protocol/error') as { errorCodes: { retriable: boolean; message: string }[] }
-  ).errorCodes
-    .filter((e) => e.retriable)
-    .map((e) => e.message),
-);
-
-/**
- * The level a kafkajs line is logged at: error only for what needs someone to act. What kafkajs retries
- * by itself (a retriable Kafka error, a request it will send again) is info, and what the relay does on
- * purpose is debug: abandoning a producer (a stop, a send timeout; the relay logs its own line) and limiting
- * the idempotent producer's retries (the relay retries batches itself; docs/DESIGN.md#relay-a-send-that-times-out-is-over).
- */
-export function kafkaLineLevel(
-  level: KafkaLogLevel,
-  message: string,
-  fields: { error?: unknown; stack?: unknown; retryCount?: unknown; [key: string]: unknown },
-): 'error' | 'warn' | 'info' | 'debug' {
-  const text = `${message} ${String(fields.error ?? '')} ${String(fields.stack ?? '')}`;
-  if (text.includes(ProducerAbandonedError.name) || text.includes(PRODUCER_ABANDONED_MESSAGE)) return 'debug';
-  if (message.startsWith('Limiting retries for the idempotent producer')) return 'debug';
-  if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) {
-    const retried = RETRIABLE_KAFKA_ERRORS.has(String(fields.error ?? message)) || fields.retryCount !== undefined;
-    if (retried) return 'info';
-    return level === KafkaLogLevel.ERROR ? 'error' : 'warn';
-  }
-  return 'debug';
 }
 
 /**

@@ -1,6 +1,6 @@
 /** kafkajs's lines at the level they deserve: error only for what needs someone to act. */
 import { logLevel } from 'kafkajs';
-import { kafkaLineLevel } from '../../src/relay/kafka';
+import { kafkaLineLevel } from '../../src/relay/kafkajs-workarounds';
 import { ProducerAbandonedError } from '../../src/relay/producer';
 
 describe('kafkaLineLevel', () => {
