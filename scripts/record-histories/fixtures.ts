@@ -102,6 +102,15 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/**
+ * The first run id of `workflowId`'s chain of runs (a partition's, say, whose handle the caller does not
+ * hold), from the server's description of its current run.
+ */
+export async function firstRunIdOf(client: Client, workflowId: string): Promise<string> {
+  const described = await client.workflow.getHandle(workflowId).describe();
+  return described.raw.workflowExecutionInfo?.firstRunId || described.runId;
+}
+
 /** The histories of every run of the cycle, first to last, following continue-as-new. */
 export async function runHistories(
   client: Client,

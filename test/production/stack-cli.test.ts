@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config';
 import { partitionWorkflowId, type CycleResult } from '../../src/domain/cycle';
 import { OWNER_ACTIVITIES, TASK_QUEUE } from '../../src/domain/names';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
-import { runHistories } from '../../scripts/record-histories/fixtures';
+import { firstRunIdOf, runHistories } from '../../scripts/record-histories/fixtures';
 import { STACK_DATABASE } from '../../scripts/stack/database';
 import { insertDocuments, outbox } from '../support/data';
 import { EXPORT_LINE, runStackCli, useStateDir } from '../support/stack-cli';
@@ -155,7 +155,7 @@ async function aBigCycleSpreadsOverBothWorkers(
       const id = partitionWorkflowId(workflowId, { index, count: result.partitions! });
       for (const { history } of await runHistories(client, {
         workflowId: id,
-        firstExecutionRunId: (await client.workflow.getHandle(id).describe()).runId,
+        firstExecutionRunId: await firstRunIdOf(client, id),
       })) {
         const events = history.events ?? [];
         const groups = new Set(

@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { temporal as proto } from '@temporalio/proto';
 import { partitionWorkflowId } from '../../../src/domain/cycle';
 import { OWNER_ACTIVITIES, WORKFLOW_TYPE } from '../../../src/domain/names';
+import { firstRunIdOf, runHistories } from '../../../scripts/record-histories/fixtures';
 import type { CycleWorkflow } from '../../../src/workflows';
 import {
   cpuDelta,
@@ -56,11 +57,15 @@ export async function temporalCycle(
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuDelta(cpu0, cpuSnapshot(pids), seconds);
   const peaks = rss.map((r) => r.stop());
-  const cycleRuns = await runHistories(client, handle.workflowId, handle.firstExecutionRunId);
+  // The events of each run of a chain, first run first (following continue-as-new).
+  const eventsOf = async (workflowId: string, firstExecutionRunId: string): Promise<HistoryEvent[][]> =>
+    (await runHistories(client, { workflowId, firstExecutionRunId })).map((r) => r.history.events ?? []);
+  const cycleRuns = await eventsOf(handle.workflowId, handle.firstExecutionRunId);
   const partitionRuns = await Promise.all(
-    Array.from({ length: result.partitions ?? 0 }, (_, index) =>
-      runHistories(client, partitionWorkflowId(handle.workflowId, { index, count: result.partitions! })),
-    ),
+    Array.from({ length: result.partitions ?? 0 }, async (_, index) => {
+      const id = partitionWorkflowId(handle.workflowId, { index, count: result.partitions! });
+      return eventsOf(id, await firstRunIdOf(client, id));
+    }),
   );
   const groups = groupsByIdentity([...cycleRuns, ...partitionRuns.flat()]);
   const perWorker =
@@ -99,19 +104,6 @@ export async function temporalCycle(
 }
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;
-
-/** The events of each run of a workflow's chain, first run first (following continue-as-new). */
-async function runHistories(client: Client, workflowId: string, firstRunId?: string): Promise<HistoryEvent[][]> {
-  const runs: HistoryEvent[][] = [];
-  let runId: string | undefined = firstRunId;
-  for (;;) {
-    const history = await client.workflow.getHandle<CycleWorkflow>(workflowId, runId).fetchHistory();
-    const events: HistoryEvent[] = history.events ?? [];
-    runs.push(events);
-    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-    if (!runId) return runs;
-  }
-}
 
 /** Owner activities (`claimPage`, `remindOwners`) started, by the identity of the worker that started them. */
 function groupsByIdentity(runs: HistoryEvent[][]): Map<string, number> {
