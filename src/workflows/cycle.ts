@@ -582,9 +582,7 @@ async function claimPages(run: CycleRun): Promise<CycleStatus> {
     );
     counts.pages = page;
     counts.documentsSeen += r.documentCount;
-    // Owners still busy are counted in ownersFoundBusy already.
-    groups.record(r, true);
-    counts.ownersBusy += r.ownersFoundBusy;
+    groups.record(r, r.ownersFoundBusy);
     run.progress();
     if (!r.hasNext) {
       show();

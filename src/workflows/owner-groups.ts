@@ -228,12 +228,13 @@ export class RemindOwnersInFlight {
   }
 
   /**
-   * Adds what a claim reported (a group's, or a page's: docs/DESIGN.md#page-claims) to the counts, and keeps
-   * its busy owners, with its `queuedBy`, for the retries. `retry`: they were found busy before.
+   * Adds what a claim reported (a group's, or a page's: docs/DESIGN.md#partitions) to the counts, `foundBusy` of
+   * its owners to `ownersBusy` (those found busy for the first time), and keeps its busy owners, with its
+   * `queuedBy`, for the retries.
    */
-  record(r: RemindOwnersResult, retry: boolean): void {
+  record(r: RemindOwnersResult, foundBusy: number): void {
     tallyGroup(this.counts, r, this.jobRunId);
-    if (!retry) this.counts.ownersBusy += r.busyOwnerIds.length;
+    this.counts.ownersBusy += foundBusy;
     this.busy.push(...r.busyOwnerIds);
     if (r.busyQueuedBy) {
       for (const id of r.busyOwnerIds) {
@@ -275,7 +276,7 @@ export class RemindOwnersInFlight {
       ),
     )
       .then(
-        (r) => this.record(r, retry),
+        (r) => this.record(r, retry ? 0 : r.busyOwnerIds.length),
         (err: unknown) => {
           counts.failedOwners += ownerUserIds.length;
           for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
