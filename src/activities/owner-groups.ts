@@ -9,7 +9,13 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import { remindOwnersReadingBack, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
+import {
+  busyClaim,
+  LOCK_NOT_AVAILABLE,
+  remindOwnersReadingBack,
+  type OwnerClaim,
+  type QueuedByEarlierAttempt,
+} from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -70,6 +76,7 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
     ownerUserIds: string[],
     queuedBy: string,
     readBack: boolean,
+    waitForLocksMs?: number,
   ): Promise<OwnerClaim[]> {
     const keysOf = (ownerUserId: string): string[] => {
       const earlier = input.earlierQueuedBy?.[ownerUserId] ?? [];
@@ -89,8 +96,15 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
           queuedBy,
         },
         keysOf,
+        { waitForLocksMs },
       );
       return mergeEarlier(fresh, earlier);
+    }).catch((err: unknown) => {
+      // Held past the wait: busy, as a claim that does not wait would have found them.
+      if (waitForLocksMs !== undefined && (err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+        return ownerUserIds.map((ownerUserId) => busyClaim(ownerUserId));
+      }
+      throw err;
     });
     for (const claim of claims) {
       if (claim.busy) {
@@ -190,9 +204,18 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
    * One group's claim as attempt `attempt` of the activity that `queuedBy` names: a transient error fails the
    * attempt (thrown, for Temporal to retry), a permanent one or the last attempt isolates the owners.
    */
-  async function claimGroup(input: RemindOwnersInput, queuedBy: string, attempt: number): Promise<RemindOwnersResult> {
+  async function claimGroup(
+    input: RemindOwnersInput,
+    queuedBy: string,
+    attempt: number,
+    { waitForLocksMs }: { waitForLocksMs?: number } = {},
+  ): Promise<RemindOwnersResult> {
     try {
-      return summarise(await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1), [], queuedBy);
+      return summarise(
+        await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1, waitForLocksMs),
+        [],
+        queuedBy,
+      );
     } catch (err) {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(

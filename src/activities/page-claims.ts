@@ -3,7 +3,6 @@
  * the owner ids stay in the worker and PostgreSQL and the workflow records one activity per page instead of
  * a page activity and one per owner group.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { CycleSettings, PartitionRef } from '../domain/cycle';
@@ -41,8 +40,11 @@ export interface ClaimPageResult extends RemindOwnersResult {
   ownersFoundBusy: number;
 }
 
-/** The pause before a page's busy owners get their second try. */
-const BUSY_AGAIN_AFTER_MS = 200;
+/**
+ * How long a page's second try waits for the transactions that hold its busy owners; an owner held longer
+ * is reported busy, for the partition's own retry.
+ */
+const BUSY_WAIT_MS = 2_000;
 
 /**
  * The `claimPage` activity around the worker's pool and a group's claim (`claimGroup` of
@@ -50,7 +52,12 @@ const BUSY_AGAIN_AFTER_MS = 200;
  */
 export function createPageClaims(
   { pool }: Pick<ActivityDeps, 'pool'>,
-  claimGroup: (input: RemindOwnersInput, queuedBy: string, attempt: number) => Promise<RemindOwnersResult>,
+  claimGroup: (
+    input: RemindOwnersInput,
+    queuedBy: string,
+    attempt: number,
+    options?: { waitForLocksMs?: number },
+  ) => Promise<RemindOwnersResult>,
 ) {
   /**
    * The owners of page `input.page`. A first attempt reads the page after the previous one's end and records
@@ -108,6 +115,7 @@ export function createPageClaims(
     ownerIds: string[],
     queuedBy: string,
     attempt: number,
+    options: { waitForLocksMs?: number } = {},
   ): Promise<RemindOwnersResult[]> {
     const size = Math.max(1, input.ownerConcurrency);
     const results: RemindOwnersResult[] = [];
@@ -123,6 +131,7 @@ export function createPageClaims(
           },
           queuedBy,
           attempt,
+          options,
         ),
       );
     }
@@ -153,10 +162,10 @@ export function createPageClaims(
       const first = await claimGroups(input, page.ownerIds, queuedBy, attempt);
       const busy = first.flatMap((r) => r.busyOwnerIds);
       // An owner busy here is most often held by another partition claiming the same owner's documents in
-      // the other's id range, for the milliseconds of its transaction: one more try after a short pause
-      // claims it, or finds it done, without a workflow timer and another activity.
+      // the other's id range, for the milliseconds of its transaction: a second try that waits for that
+      // transaction to end claims it, or finds it done, without a workflow timer and another activity.
       const again =
-        busy.length > 0 ? await sleep(BUSY_AGAIN_AFTER_MS).then(() => claimGroups(input, busy, queuedBy, attempt)) : [];
+        busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksMs: BUSY_WAIT_MS }) : [];
       return {
         ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
         ownersFoundBusy: busy.length,

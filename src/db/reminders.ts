@@ -186,32 +186,32 @@ export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersPa
  * `keysOf` names for each locked owner committed before ({@link selectQueuedBy}): an earlier attempt of the
  * same activity, or the activity that found the owner busy. Read after the locks, so it sees every commit of
  * a transaction that held the owner before (it held the lock until it committed), and before the claim, so
- * it never sees what this claim inserts: each reminder is counted once.
+ * it never sees what this claim inserts: each reminder is counted once. With `waitForLocksMs`, the locks wait
+ * for their holders ({@link waitForOwnerLocks}) instead of leaving held owners alone.
  */
 export async function remindOwnersReadingBack(
   db: Queryable,
   p: RemindOwnersParams,
   keysOf: (ownerUserId: string) => readonly string[],
+  { waitForLocksMs }: { waitForLocksMs?: number } = {},
 ): Promise<{ claims: OwnerClaim[]; earlier: QueuedByEarlierAttempt[] }> {
   const requested = [...new Set(p.ownerUserIds)];
-  const locked = await lockOwners(db, requested);
+  const locked =
+    waitForLocksMs === undefined
+      ? await lockOwners(db, requested)
+      : await waitForOwnerLocks(db, requested, waitForLocksMs);
   const pairs = locked.flatMap((ownerUserId) => keysOf(ownerUserId).map((queuedBy) => ({ ownerUserId, queuedBy })));
   const earlier = pairs.length > 0 ? await selectQueuedBy(db, pairs, p) : [];
   const claims = new Map((await remindLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
   return {
-    claims: requested.map(
-      (ownerUserId) =>
-        claims.get(ownerUserId) ?? {
-          ownerUserId,
-          busy: true,
-          due: 0,
-          markersInserted: 0,
-          skippedAlreadyMarked: 0,
-          won: [],
-        },
-    ),
+    claims: requested.map((ownerUserId) => claims.get(ownerUserId) ?? busyClaim(ownerUserId)),
     earlier,
   };
+}
+
+/** The claim of an owner that another transaction held: nothing done. */
+export function busyClaim(ownerUserId: string): OwnerClaim {
+  return { ownerUserId, busy: true, due: 0, markersInserted: 0, skippedAlreadyMarked: 0, won: [] };
 }
 
 /**
@@ -227,6 +227,29 @@ async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promi
   );
   return rows.map((r) => r.owner_user_id);
 }
+
+/**
+ * Takes the owner lock of each of `ownerUserIds`, waiting for a transaction that holds one to end, at most
+ * `timeoutMs` in all (`lock_timeout` of the caller's transaction; past it the statement fails with
+ * {@link LOCK_NOT_AVAILABLE} and the transaction is lost). The locks are taken in the order of their keys:
+ * two transactions that wait this way cannot deadlock, and one that takes its locks without waiting
+ * ({@link lockOwners}) never waits at all.
+ * @returns all of `ownerUserIds`, now locked by the caller's transaction.
+ */
+async function waitForOwnerLocks(db: Queryable, ownerUserIds: readonly string[], timeoutMs: number): Promise<string[]> {
+  await db.query(`select set_config('lock_timeout', $1, true)`, [`${Math.max(1, Math.round(timeoutMs))}ms`]);
+  const { rows } = await db.query<{ owner_user_id: string }>(
+    `select s.id as owner_user_id, pg_advisory_xact_lock(s.lock_key)::text as locked
+       from (select o.id, ${ownerLockKeySql('o.id')} as lock_key
+               from unnest($1::uuid[]) as o(id)
+              order by 2) s`,
+    [ownerUserIds],
+  );
+  return rows.map((r) => r.owner_user_id);
+}
+
+/** SQLSTATE of a lock that `lock_timeout` gave up on ({@link waitForOwnerLocks}). */
+export const LOCK_NOT_AVAILABLE = '55P03';
 
 /** The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}. */
 const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),

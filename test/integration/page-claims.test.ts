@@ -10,7 +10,8 @@ import pino from 'pino';
 import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
 import { selectCandidatePage } from '../../src/db/candidates';
 import { selectScanPosition, upsertScanPosition } from '../../src/db/scan-positions';
-import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { withTransaction } from '../../src/db/pool';
+import { remindOwnersInTransaction, remindOwnersReadingBack } from '../../src/db/reminders';
 import { sleep } from '../support/wait';
 import { markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { testConfig } from '../support/stack';
@@ -203,8 +204,9 @@ test("an owner another partition holds for a moment is tried again within the pa
   const owners = await seedOwners(3);
   const held = await holdOwner(owners[1]);
   const claiming = claimPage(input(crypto.randomUUID(), 1));
-  // The holder gives up before the second try (its claim rolls back), so this page sends for the owner.
-  await sleep(100);
+  // The second try waits for the holder, which gives up (its claim rolls back) well after the page's first
+  // try: this page sends for the owner.
+  await sleep(700);
   await held.release('rollback');
 
   const result = await claiming;
@@ -212,6 +214,52 @@ test("an owner another partition holds for a moment is tried again within the pa
   expect(result).toEqual(
     expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [], ownersProcessed: 3, remindersSent: 6 }),
   );
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test("an owner whose holder commits while the page's second try waits is found done, and its one event is the holder's", async () => {
+  const owners = await seedOwners(3);
+  const held = await holdOwner(owners[1]);
+  const claiming = claimPage(input(crypto.randomUUID(), 1));
+  await sleep(700);
+  await held.release('commit');
+
+  const result = await claiming;
+
+  expect(result).toEqual(
+    expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [], ownersProcessed: 3, remindersSent: 4 }),
+  );
+  const events = await outbox(stack.db.admin);
+  expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+  expect(events.find((e) => e.aggregate_id === owners[1])?.correlation_id).toBe('another-partition');
+});
+
+test('two second tries that wait for the same owners in opposite orders both finish: the locks are taken in key order', async () => {
+  const owners = await seedOwners(2);
+  const held = [await holdOwner(owners[0]), await holdOwner(owners[1])];
+  const secondTry = (ownerUserIds: string[], queuedBy: string) =>
+    withTransaction(stack.db.worker, (tx) =>
+      remindOwnersReadingBack(
+        tx,
+        { ownerUserIds, asOf: `${AS_OF_DATE}T03:00:00.000Z`, ...WINDOW, jobRunId: 'page-claims-test', queuedBy },
+        () => [],
+        { waitForLocksMs: 5_000 },
+      ),
+    );
+  const forward = secondTry(owners, 'run-3/page-1');
+  const backward = secondTry([...owners].reverse(), 'run-4/page-1');
+  await sleep(300);
+  // Each holder ends alone: waiting in request order, one try would hold owner 0 waiting for owner 1 and
+  // the other the reverse, and PostgreSQL would break the deadlock by failing one of them.
+  await held[0].release('rollback');
+  await sleep(100);
+  await held[1].release('rollback');
+
+  const [a, b] = await Promise.all([forward, backward]);
+
+  const claims = [...a.claims, ...b.claims];
+  expect(claims.every((c) => !c.busy)).toBe(true);
+  expect(claims.reduce((n, c) => n + c.won.length, 0)).toBe(4);
   expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
 });
 
