@@ -77,8 +77,9 @@ export interface PruneInput {
 
 /** Builds the activity implementations around the worker's pool, logger and configuration. */
 export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
-  const { remindOwners, claimGroup } = createOwnerClaims({ pool, logger, metrics });
-  const claimPage = createPageClaims({ pool }, claimGroup);
+  const groupClaims = createOwnerClaims({ pool, logger, metrics });
+  const { remindOwners } = groupClaims;
+  const claimPage = createPageClaims({ pool, logger }, groupClaims);
   return {
     /**
      * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated;

@@ -106,17 +106,20 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
       }
       throw err;
     });
+    reportClaims(claims, input.jobRunId);
+    return claims;
+  }
+
+  /** Logs and counts what committed claims did: a line and a metric per reminder queued, a line per busy owner. */
+  function reportClaims(claims: readonly OwnerClaim[], jobRunId: string): void {
     for (const claim of claims) {
       if (claim.busy) {
-        log.info(
-          { ownerUserId: claim.ownerUserId, jobRunId: input.jobRunId },
-          'owner busy in another transaction, retried later',
-        );
+        log.info({ ownerUserId: claim.ownerUserId, jobRunId }, 'owner busy in another transaction, retried later');
       }
       for (const doc of claim.won) {
         log.info(
           {
-            jobRunId: input.jobRunId,
+            jobRunId,
             ownerUserId: claim.ownerUserId,
             documentId: doc.documentId,
             type: doc.type,
@@ -129,7 +132,6 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
       }
       if (claim.won.length > 0) metrics?.ownersNotified.inc();
     }
-    return claims;
   }
 
   /**
@@ -231,7 +233,7 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
     }
   }
 
-  return { remindOwners, claimGroup };
+  return { remindOwners, claimGroup, reportClaims };
 }
 
 /** How often a running group tells Temporal its worker is alive (the workflow's heartbeat timeout is 10 s). */
@@ -273,7 +275,8 @@ export function emptyResult(failed: FailedOwner[] = []): RemindOwnersResult {
   };
 }
 
-function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
+/** The counts of a group's claims; `busyQueuedBy` is `queuedBy` when any owner was busy. */
+export function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
   const result = emptyResult(failed);
   for (const c of claims) {
     if (c.busy) {

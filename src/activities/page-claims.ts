@@ -6,11 +6,33 @@
 import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { CycleSettings, PartitionRef } from '../domain/cycle';
-import { idRanges, selectCandidatePage, selectPageOwners, type CandidateWindow } from '../db/candidates';
+import {
+  idRanges,
+  PAGE_CLAIM_BEGIN,
+  PAGE_PLAN_UNPIN,
+  scanBounds,
+  scanStart,
+  selectCandidatePage,
+  selectPageOwners,
+  selectPruneCutoff,
+  type CandidateWindow,
+  type PageCursor,
+} from '../db/candidates';
+import { selectAndLockPage } from '../db/page-claim';
+import { withTransaction } from '../db/pool';
+import { busyClaim, remindLockedOwners, type OwnerClaim } from '../db/reminders';
 import { selectScanPosition, upsertScanPosition } from '../db/scan-positions';
-import { toActivityFailure } from './errors';
+import { describeFailure } from '../domain/failures';
+import { currentTraceparent } from '../observability/tracing';
+import { isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
-import { emptyResult, HEARTBEAT_EVERY_MS, type RemindOwnersInput, type RemindOwnersResult } from './owner-groups';
+import {
+  emptyResult,
+  HEARTBEAT_EVERY_MS,
+  summarise,
+  type RemindOwnersInput,
+  type RemindOwnersResult,
+} from './owner-groups';
 
 /** Which page of which partition to claim, and how: everything the workflow fixed for its owners. */
 export interface ClaimPageInput extends Pick<CycleSettings, 'asOf' | 'ownerConcurrency'> {
@@ -46,52 +68,125 @@ export interface ClaimPageResult extends RemindOwnersResult {
  */
 const BUSY_WAIT_MS = 2_000;
 
-/**
- * The `claimPage` activity around the worker's pool and a group's claim (`claimGroup` of
- * `createOwnerClaims`).
- */
-export function createPageClaims(
-  { pool }: Pick<ActivityDeps, 'pool'>,
+/** What `createOwnerClaims` gives a page's claim: a group's claim, and the report of committed claims. */
+interface GroupClaims {
   claimGroup: (
     input: RemindOwnersInput,
     queuedBy: string,
     attempt: number,
     options?: { waitForLocksMs?: number },
-  ) => Promise<RemindOwnersResult>,
+  ) => Promise<RemindOwnersResult>;
+  reportClaims: (claims: readonly OwnerClaim[], jobRunId: string) => void;
+}
+
+/** The `claimPage` activity around the worker's pool and the group claims of `createOwnerClaims`. */
+export function createPageClaims(
+  { pool, logger }: Pick<ActivityDeps, 'pool' | 'logger'>,
+  { claimGroup, reportClaims }: GroupClaims,
 ) {
+  const log = logger.child({ component: 'activities' });
+
+  /** Where the page before `input.page` ended, or null for the first page; refused when it was never recorded. */
+  async function previousEnd(input: ClaimPageInput): Promise<PageCursor | null> {
+    const { cycleId, page, partition } = input;
+    if (page === 1) return null;
+    const after = await selectScanPosition(pool, cycleId, page - 1);
+    if (after) return after;
+    throw ApplicationFailure.nonRetryable(
+      `no scan position for page ${page - 1} of partition ${partition.index + 1} of ${partition.count} of cycle ` +
+        `${input.jobRunId} (${cycleId}): a continuation only continues the partition that wrote it`,
+      'ScanPositionMissing',
+    );
+  }
+
+  /** The claim's parameters for `ownerUserIds`, as the page's groups share them. */
+  const groupInput = (input: ClaimPageInput, ownerUserIds: string[]): RemindOwnersInput => ({
+    ownerUserIds,
+    asOf: input.asOf,
+    ...input.window,
+    jobRunId: input.jobRunId,
+    lastAttempt: input.lastAttempt,
+  });
+
   /**
-   * The owners of page `input.page`. A first attempt reads the page after the previous one's end and records
-   * where it ends (every page, the last too); a later attempt that finds that end reads the owners between
-   * the two ends again, reminded documents included, so it claims the same owners the earlier attempt did
-   * and reads back what that one committed.
+   * A page no attempt recorded the end of, in ONE transaction with its first group: the page read, its end
+   * and the first group's locks in one statement ({@link selectAndLockPage}), then the claim of the locked
+   * owners, then the commit, so the end is recorded exactly when the first group's reminders are. Later
+   * groups (a page with more owners than `ownerConcurrency`) follow in their own transactions.
    */
-  async function readPage(
+  async function claimNewPage(
     input: ClaimPageInput,
+    after: PageCursor | null,
+    queuedBy: string,
     attempt: number,
-  ): Promise<{ ownerIds: string[]; documentCount: number; hasNext: boolean }> {
-    const { window, cycleId, page, partition } = input;
-    const range = idRanges(partition.count)[partition.index];
-    const after = page > 1 ? await selectScanPosition(pool, cycleId, page - 1) : null;
-    if (page > 1 && !after) {
-      throw ApplicationFailure.nonRetryable(
-        `no scan position for page ${page - 1} of partition ${partition.index + 1} of ${partition.count} of cycle ` +
-          `${input.jobRunId} (${cycleId}): a continuation only continues the partition that wrote it`,
-        'ScanPositionMissing',
-      );
-    }
-    const through = attempt > 1 ? await selectScanPosition(pool, cycleId, page) : undefined;
-    if (through) {
-      const { ownerIds, documents } = await selectPageOwners(pool, window, after ?? null, through, range);
-      const rest = await selectCandidatePage(pool, window, through, 1, 1, range);
-      return { ownerIds, documentCount: documents, hasNext: rest.length > 0 };
-    }
-    const rows = await selectCandidatePage(pool, window, after ?? null, input.batchSize, 1, range);
+  ): Promise<{ page: PageRead; first: RemindOwnersResult; rest: string[] }> {
+    const range = idRanges(input.partition.count)[input.partition.index];
+    const bounds = scanBounds(input.window, await selectPruneCutoff(pool));
+    const { page, claims } = await withTransaction(
+      pool,
+      async (tx) => {
+        const read = await selectAndLockPage(tx, {
+          window: input.window,
+          bounds,
+          after: scanStart(bounds, after),
+          limit: input.batchSize,
+          range,
+          cycleId: input.cycleId,
+          jobRunId: input.jobRunId,
+          page: input.page,
+          attempt,
+          lockFirst: Math.max(1, input.ownerConcurrency),
+        });
+        await tx.query(PAGE_PLAN_UNPIN);
+        const locked = await remindLockedOwners(tx, {
+          ownerUserIds: read.locked,
+          asOf: input.asOf,
+          ...input.window,
+          jobRunId: input.jobRunId,
+          traceContext: currentTraceparent(),
+          queuedBy,
+        });
+        return { page: read, claims: [...locked, ...read.busy.map(busyClaim)] };
+      },
+      PAGE_CLAIM_BEGIN,
+    );
+    reportClaims(claims, input.jobRunId);
+    return {
+      page: { ...page, hasNext: page.documentCount === input.batchSize },
+      first: summarise(claims, [], queuedBy),
+      rest: page.ownerIds.slice(claims.length),
+    };
+  }
+
+  /**
+   * The owners of a page an earlier attempt recorded the end of: those between the two ends, reminded
+   * documents included, so this attempt claims the same owners the earlier one did and reads back what
+   * that one committed.
+   */
+  async function readRecordedPage(
+    input: ClaimPageInput,
+    after: PageCursor | null,
+    through: PageCursor,
+  ): Promise<PageRead> {
+    const range = idRanges(input.partition.count)[input.partition.index];
+    const { ownerIds, documents } = await selectPageOwners(pool, input.window, after, through, range);
+    const rest = await selectCandidatePage(pool, input.window, through, 1, 1, range);
+    return { ownerIds, documentCount: documents, hasNext: rest.length > 0 };
+  }
+
+  /**
+   * A page read without claiming, its end recorded first: the path of a page whose one-transaction claim
+   * failed for good or on the last attempt, so that its groups can isolate a failing owner.
+   */
+  async function readNewPage(input: ClaimPageInput, after: PageCursor | null, attempt: number): Promise<PageRead> {
+    const range = idRanges(input.partition.count)[input.partition.index];
+    const rows = await selectCandidatePage(pool, input.window, after, input.batchSize, 1, range);
     const last = rows[rows.length - 1];
     if (last) {
       await upsertScanPosition(pool, {
-        firstRunId: cycleId,
+        firstRunId: input.cycleId,
         jobRunId: input.jobRunId,
-        page,
+        page: input.page,
         expiresAt: last.expires_at,
         id: last.id,
         attempt,
@@ -105,10 +200,9 @@ export function createPageClaims(
   }
 
   /**
-   * The page's owners in transactions of at most `ownerConcurrency` owners, one after another: a page of the
-   * default size is one transaction, as baseline B's one statement per page (groups of 50 owners, several at
-   * once, cost PostgreSQL half as much CPU again: bench/REPORT.md). A transaction that fails the attempt
-   * stops the page there, and the retry reads back what the ones before it committed.
+   * The page's owners in transactions of at most `ownerConcurrency` owners, one after another. A
+   * transaction that fails the attempt stops the page there, and the retry reads back what the ones before
+   * it committed.
    */
   async function claimGroups(
     input: ClaimPageInput,
@@ -120,22 +214,45 @@ export function createPageClaims(
     const size = Math.max(1, input.ownerConcurrency);
     const results: RemindOwnersResult[] = [];
     for (let i = 0; i < ownerIds.length; i += size) {
-      results.push(
-        await claimGroup(
-          {
-            ownerUserIds: ownerIds.slice(i, i + size),
-            asOf: input.asOf,
-            ...input.window,
-            jobRunId: input.jobRunId,
-            lastAttempt: input.lastAttempt,
-          },
-          queuedBy,
-          attempt,
-          options,
-        ),
-      );
+      results.push(await claimGroup(groupInput(input, ownerIds.slice(i, i + size)), queuedBy, attempt, options));
     }
     return results;
+  }
+
+  /**
+   * The page and its groups' first tries. A page no attempt recorded the end of is read and claimed in one
+   * transaction ({@link claimNewPage}); should that fail for good, or on the last attempt, it is read alone
+   * and claimed by groups that isolate a failing owner. A page with a recorded end is read again between
+   * the two ends ({@link readRecordedPage}).
+   */
+  async function firstTries(
+    input: ClaimPageInput,
+    queuedBy: string,
+    attempt: number,
+  ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
+    const after = await previousEnd(input).catch(rethrowForTemporal);
+    const through =
+      attempt > 1 ? await selectScanPosition(pool, input.cycleId, input.page).catch(rethrowForTemporal) : undefined;
+    if (through) {
+      const page = await readRecordedPage(input, after, through).catch(rethrowForTemporal);
+      return { page, results: await claimGroups(input, page.ownerIds, queuedBy, attempt) };
+    }
+    const claimed = await claimNewPage(input, after, queuedBy, attempt).catch((err: unknown) => {
+      if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
+      log.warn(
+        { jobRunId: input.jobRunId, page: input.page, attempt, error: describeFailure(toActivityFailure(err)) },
+        'page claim failed, reading the page alone and claiming its owners by groups',
+      );
+      return undefined;
+    });
+    if (claimed) {
+      return {
+        page: claimed.page,
+        results: [claimed.first, ...(await claimGroups(input, claimed.rest, queuedBy, attempt))],
+      };
+    }
+    const page = await readNewPage(input, after, attempt).catch(rethrowForTemporal);
+    return { page, results: await claimGroups(input, page.ownerIds, queuedBy, attempt) };
   }
 
   /**
@@ -148,9 +265,7 @@ export function createPageClaims(
     const queuedBy = `${workflowExecution?.runId ?? ctx.info.workflowType}/${activityId}`;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
-      const page = await readPage(input, attempt).catch((err: unknown) => {
-        throw toActivityFailure(err);
-      });
+      const { page, results: first } = await firstTries(input, queuedBy, attempt);
       otel.trace.getActiveSpan()?.setAttributes({
         correlationId: input.jobRunId,
         page: input.page,
@@ -159,7 +274,6 @@ export function createPageClaims(
         documentCount: page.documentCount,
         attempt,
       });
-      const first = await claimGroups(input, page.ownerIds, queuedBy, attempt);
       const busy = first.flatMap((r) => r.busyOwnerIds);
       // An owner busy here is most often held by another partition claiming the same owner's documents in
       // the other's id range, for the milliseconds of its transaction: a second try that waits for that
@@ -179,6 +293,18 @@ export function createPageClaims(
   }
 
   return claimPage;
+}
+
+/** A page's owners in scan order, how many documents it had, and whether the partition goes on. */
+interface PageRead {
+  ownerIds: string[];
+  documentCount: number;
+  hasNext: boolean;
+}
+
+/** A database error as the activity's failure (retryable unless permanent). */
+function rethrowForTemporal(err: unknown): never {
+  throw toActivityFailure(err);
 }
 
 /** The groups' results as one; `busyQueuedBy` is this activity's key when any owner was busy. */

@@ -131,7 +131,7 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
  * bounds it guessed a third of the table per bound and read and sorted every remaining due document
  * of the window for each page (bench/REPORT-HISTORY.md, "The page plan").
  */
-const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
+export const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
       where ${windowSql('d', '$1::date', '$2::date')}
         and ${notRemindedSql('d', currentThresholdSql('d', '$3', '$4'))}
@@ -146,22 +146,42 @@ const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
  * index and a ledger probe per document. Statistics older than a bulk load (a backlog seeded or
  * imported an hour ago) made the planner prefer a bitmap scan and a sort of the whole window per page.
  */
-export const PAGE_PLAN_BEGIN = [
-  'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY',
-  'SET LOCAL enable_sort = off',
-  'SET LOCAL enable_bitmapscan = off',
-  'SET LOCAL enable_hashjoin = off',
-  'SET LOCAL enable_mergejoin = off',
-  'SET LOCAL enable_seqscan = off',
-].join('; ');
+export const PAGE_PLAN_BEGIN = ['BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY', ...pagePlanSettings('off')].join(
+  '; ',
+);
+
+/** The planner settings that pin the page plan, `off`, or back to the server's `DEFAULT`. */
+function pagePlanSettings(value: 'off' | 'DEFAULT'): string[] {
+  return ['enable_sort', 'enable_bitmapscan', 'enable_hashjoin', 'enable_mergejoin', 'enable_seqscan'].map(
+    (setting) => `SET LOCAL ${setting} TO ${value}`,
+  );
+}
+
+/**
+ * How a page claim's transaction opens (`src/db/page-claim.ts`): read-write, with the page plan pinned for
+ * its first statement; {@link PAGE_PLAN_UNPIN} gives the claim after it the planner's own choices back.
+ */
+export const PAGE_CLAIM_BEGIN = ['BEGIN ISOLATION LEVEL READ COMMITTED', ...pagePlanSettings('off')].join('; ');
+
+/** The planner settings of {@link PAGE_CLAIM_BEGIN} back to the server's. */
+export const PAGE_PLAN_UNPIN = pagePlanSettings('DEFAULT').join('; ');
 
 /** Runs `fn` on a pool in a read-only transaction with {@link PAGE_PLAN_BEGIN}; on a client, in its session. */
 function inPagePlan<T>(db: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
   return db instanceof pg.Pool ? withTransaction(db, fn, PAGE_PLAN_BEGIN) : fn(db);
 }
 
+/**
+ * Where a page starts: after `cursor`, or for the first page just below the window, not at -infinity: the
+ * keyset bound is what the index scan starts from, and from -infinity it reads every index entry below the
+ * window (bench/REPORT-HISTORY.md, "The idle cycle").
+ */
+export function scanStart(bounds: ScanBounds, cursor: PageCursor | null): PageCursor {
+  return cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+}
+
 /** The page statement's parameters for one id slice. */
-function candidatePageParams(
+export function candidatePageParams(
   window: CandidateWindow,
   bounds: ScanBounds,
   after: PageCursor,
@@ -203,10 +223,7 @@ export async function selectCandidatePage(
   range: IdRange = [NIL_UUID, null],
 ): Promise<CandidateRow[]> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
-  // The first page starts just below the window, not at -infinity: the keyset bound is what the
-  // index scan starts from, and from -infinity it reads every index entry below the window
-  // (bench/REPORT-HISTORY.md, "The idle cycle").
-  const after: PageCursor = cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+  const after = scanStart(bounds, cursor);
   const pages = await Promise.all(
     subRanges(range, slices).map(async ([from, until]) => {
       const params = candidatePageParams(window, bounds, after, limit, from, until);
@@ -236,7 +253,7 @@ export async function selectPageOwners(
   range: IdRange = [NIL_UUID, null],
 ): Promise<{ ownerIds: string[]; documents: number }> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
-  const from: PageCursor = after ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+  const from = scanStart(bounds, after);
   const { rows } = await inPagePlan(db, (q) =>
     q.query<{ owner_user_id: string }>(PAGE_OWNERS_SQL, [
       bounds.from,
@@ -308,7 +325,7 @@ export async function countDueDocumentsUpTo(
   slices = 1,
 ): Promise<number> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
-  const after: PageCursor = { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
+  const after = scanStart(bounds, null);
   const counts = await Promise.all(
     idRanges(slices).map(async ([from, until]) => {
       const params = candidatePageParams(window, bounds, after, cap, from, until);

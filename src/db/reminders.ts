@@ -51,7 +51,7 @@ export interface RemindOwnersParams extends CandidateWindow {
  * in the same millisecond share their leading 64 bits, and two such owners would lock each other out.
  * Every claimer must use the same key for the same owner.
  */
-const ownerLockKeySql = (owner: string) => {
+export const ownerLockKeySql = (owner: string) => {
   const hex = `replace(${owner}::text, '-', '')`;
   return `(('x' || left(${hex}, 16))::bit(64) # ('x' || right(${hex}, 16))::bit(64))::bigint`;
 };
@@ -288,8 +288,11 @@ const claimLockedOwnersParams = (p: RemindOwnersParams) => [
   p.queuedBy ?? null,
 ];
 
-/** The claim of owners the caller's transaction has locked ({@link lockOwners}), one entry per owner. */
-async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
+/**
+ * The claim of owners the caller's transaction has locked ({@link lockOwners}, or a statement of its own
+ * with {@link ownerLockKeySql}), one entry per owner.
+ */
+export async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
   if (p.ownerUserIds.length === 0) return [];
   const { rows } = await db.query<{
     owner_user_id: string;

@@ -29,15 +29,27 @@ export async function selectScanPosition(
 
 /** Records where a page ended; a retry of the same page by a later attempt replaces it. */
 export async function upsertScanPosition(db: Queryable, p: ScanPosition): Promise<void> {
-  await db.query(
-    `insert into profile.document_expiry_reminder_scan_positions (cycle_id, page, job_run_id, expires_at, document_id, attempt)
-     values ($1, $2, $3, $4, $5, $6)
+  await db.query(upsertScanPositionSql('values ($1, $2, $3, $4, $5, $6)'), [
+    p.firstRunId,
+    p.page,
+    p.jobRunId,
+    p.expiresAt,
+    p.id,
+    p.attempt,
+  ]);
+}
+
+/**
+ * The upsert of {@link upsertScanPosition} for the rows of `source` (a `values` list or a `select` of
+ * cycle id, page, job run id, expires_at, document id and attempt), for statements that record a page's end
+ * as they read it.
+ */
+export const upsertScanPositionSql = (source: string) =>
+  `insert into profile.document_expiry_reminder_scan_positions (cycle_id, page, job_run_id, expires_at, document_id, attempt)
+     ${source}
      on conflict (cycle_id, page) do update
         set expires_at = excluded.expires_at, document_id = excluded.document_id, attempt = excluded.attempt, created_at = now()
-      where profile.document_expiry_reminder_scan_positions.attempt <= excluded.attempt`,
-    [p.firstRunId, p.page, p.jobRunId, p.expiresAt, p.id, p.attempt],
-  );
-}
+      where profile.document_expiry_reminder_scan_positions.attempt <= excluded.attempt`;
 
 /**
  * Deletes the positions of a finished cycle, and those of any cycle older than `staleAfterDays` (one

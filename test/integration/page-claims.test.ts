@@ -126,7 +126,9 @@ test('a retry after the first attempt committed and was never reported claims th
 test('a retry after the first attempt read the page and died before claiming claims the page it read', async () => {
   const owners = await seedOwners(3);
   const cycleId = crypto.randomUUID();
-  // Attempt 1 recorded where page 1 ends, then died: no marker, no event.
+  // Attempt 1 read the page alone (after its one-transaction claim failed for good, or on a worker of the
+  // release before page claims recorded the end with the first group), recorded where page 1 ends, then
+  // died: no marker, no event.
   const rows = await selectCandidatePage(stack.db.worker, WINDOW, null, 4);
   const last = rows[rows.length - 1];
   await upsertScanPosition(stack.db.worker, {
@@ -141,6 +143,23 @@ test('a retry after the first attempt read the page and died before claiming cla
   const retry = await claimPage(input(cycleId, 1), 2);
 
   expect(retry).toEqual(expect.objectContaining({ ownersProcessed: 3, remindersSent: 6, owners: 3, hasNext: true }));
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test("an attempt whose claim fails records no end of the page: its end commits with the first group's reminders", async () => {
+  const owners = await seedOwners(3);
+  const cycleId = crypto.randomUUID();
+  // A transient failure (serialization, retried by Temporal) of one owner's marker insert fails the claim.
+  const accept = await rejectOwner(stack.db.admin, owners[1], '40001');
+  await expect(claimPage(input(cycleId, 1), 1)).rejects.toThrow(/rejected for the test/);
+  expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeUndefined();
+  expect(await markers(stack.db.admin)).toHaveLength(0);
+  await accept();
+
+  const retry = await claimPage(input(cycleId, 1), 2);
+
+  expect(retry).toEqual(expect.objectContaining({ ownersProcessed: 3, remindersSent: 6, owners: 3, hasNext: true }));
+  expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeDefined();
   expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
 });
 
