@@ -6,7 +6,7 @@ import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { utcDate } from './domain/dates';
-import { MAX_PARTITIONS } from './domain/cycle';
+import { DEFAULT_PAGES_PER_CLAIM, MAX_PAGES_PER_CLAIM, MAX_PARTITIONS } from './domain/cycle';
 import { SCHEDULE_ID } from './domain/names';
 import { date, documentId, nonEmpty, outboxRowId, ownerId, thresholds, wholeNumberFrom } from './operations/arguments';
 import { explainCommand, explanationText } from './operations/explain';
@@ -189,7 +189,13 @@ export function buildProgram(config: () => Config): Command {
       `split the day into this many partitions (1-${MAX_PARTITIONS}); default: planned from the due count`,
       wholeNumberFrom(1, MAX_PARTITIONS),
     )
-    .action(async (opts: { asOf?: string; wait?: boolean; partitions?: number }) => {
+    .option(
+      '--pages-per-claim <n>',
+      `pages each partition activity claims at most (1-${MAX_PAGES_PER_CLAIM}, default ${DEFAULT_PAGES_PER_CLAIM}); ` +
+        'fewer: smaller activities, spread more finely over the workers',
+      wholeNumberFrom(1, MAX_PAGES_PER_CLAIM),
+    )
+    .action(async (opts: { asOf?: string; wait?: boolean; partitions?: number; pagesPerClaim?: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => runManualCycle(c, cfg, opts)));
     });

@@ -45,22 +45,35 @@ export interface ClaimPageInput extends Pick<CycleSettings, 'asOf' | 'ownerConcu
   partition: PartitionRef;
   /** The attempt the workflow's retry policy allows last: on it, a failing group's owners are isolated. */
   lastAttempt: number;
+  /**
+   * Pages to claim one after another from `page` on, at most (default 1): the activity stops sooner when the
+   * scan is done or it has run {@link PAGES_BUDGET_MS}, and says how many it claimed (`pagesClaimed`).
+   */
+  pages?: number;
 }
 
 /** What a page's claim did: the counts of its groups together, and what the scan needs next. */
 export interface ClaimPageResult extends RemindOwnersResult {
-  /** Documents of the page (on a retry: every in-window document of its range, reminded or not). */
+  /** Documents of the pages (on a retry: every in-window document of their range, reminded or not). */
   documentCount: number;
-  /** Distinct owners of the page. */
+  /** Distinct owners of each page, summed over the pages. */
   owners: number;
   /** False when the scan of the partition is done. */
   hasNext: boolean;
+  /** Pages claimed, from `page` on (absent from results of workers before multi-page claims: one). */
+  pagesClaimed?: number;
   /**
    * Owners another transaction held at the page's first try; each was tried once more in the activity, and
    * those still held are in `busyOwnerIds`.
    */
   ownersFoundBusy: number;
 }
+
+/**
+ * How long an activity of several pages goes on claiming more: a partition stops (cancel, time limit) and
+ * hands over between activities, so an activity stays short.
+ */
+const PAGES_BUDGET_MS = 1_000;
 
 /**
  * How long a page's second try waits for the transactions that hold its busy owners; an owner held longer
@@ -229,13 +242,15 @@ export function createPageClaims(
     input: ClaimPageInput,
     queuedBy: string,
     attempt: number,
+    seen: ReadonlySet<string>,
   ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
     const after = await previousEnd(input).catch(rethrowForTemporal);
     const through =
       attempt > 1 ? await selectScanPosition(pool, input.cycleId, input.page).catch(rethrowForTemporal) : undefined;
     if (through) {
       const page = await readRecordedPage(input, after, through).catch(rethrowForTemporal);
-      return { page, results: await claimGroups(input, page.ownerIds, queuedBy, attempt) };
+      const unseen = page.ownerIds.filter((owner) => !seen.has(owner));
+      return { page, results: await claimGroups(input, unseen, queuedBy, attempt) };
     }
     const claimed = await claimNewPage(input, after, queuedBy, attempt).catch((err: unknown) => {
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
@@ -256,37 +271,74 @@ export function createPageClaims(
   }
 
   /**
-   * Reads a partition's page and claims its owners (docs/DESIGN.md#page-claims). Owners another transaction
-   * held come back by id, for the partition's busy retries; so do owners that failed for good.
+   * One page and its owners' first tries, then a second try, waiting, of those another transaction held.
+   * `seen` holds the owners an earlier page of this attempt claimed or read back: a page read again between
+   * its recorded ends leaves them out, so what they queued counts once.
+   */
+  async function claimOnePage(
+    input: ClaimPageInput,
+    queuedBy: string,
+    attempt: number,
+    seen: Set<string>,
+  ): Promise<ClaimPageResult> {
+    const { page, results: first } = await firstTries(input, queuedBy, attempt, seen);
+    for (const owner of page.ownerIds) seen.add(owner);
+    const busy = first.flatMap((r) => r.busyOwnerIds);
+    // An owner busy here is most often held by another partition claiming the same owner's documents in
+    // the other's id range, for the milliseconds of its transaction: a second try that waits for that
+    // transaction to end claims it, or finds it done, without a workflow timer and another activity.
+    const again =
+      busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksMs: BUSY_WAIT_MS }) : [];
+    return {
+      ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
+      ownersFoundBusy: busy.length,
+      documentCount: page.documentCount,
+      owners: page.ownerIds.length,
+      hasNext: page.hasNext,
+      pagesClaimed: 1,
+    };
+  }
+
+  /**
+   * Reads a partition's pages from `input.page` on and claims their owners (docs/DESIGN.md#page-claims), at
+   * most `input.pages` of them and for about {@link PAGES_BUDGET_MS}; a retry goes on at least through every
+   * page an earlier attempt recorded the end of, so what those committed is counted here. Owners another
+   * transaction held come back by id, for the partition's busy retries; so do owners that failed for good.
    */
   async function claimPage(input: ClaimPageInput): Promise<ClaimPageResult> {
     const ctx = Context.current();
     const { attempt, activityId, workflowExecution } = ctx.info;
     const queuedBy = `${workflowExecution?.runId ?? ctx.info.workflowType}/${activityId}`;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+    const started = Date.now();
+    const maxPages = Math.max(1, input.pages ?? 1);
+    const seen = new Set<string>();
     try {
-      const { page, results: first } = await firstTries(input, queuedBy, attempt);
+      let total = await claimOnePage(input, queuedBy, attempt, seen);
+      // An older workflow asks for one page (no `pages`) and counts one, whatever the result says.
+      for (let claimed = 1; input.pages !== undefined; claimed += 1) {
+        const page = input.page + claimed;
+        const more = total.hasNext && claimed < maxPages && Date.now() - started < PAGES_BUDGET_MS;
+        // A retry re-reads every page an earlier attempt recorded, even past what is asked, or what those
+        // pages committed would go uncounted: the next activity starts after the pages this one reports.
+        if (
+          !more &&
+          !(attempt > 1 && (await selectScanPosition(pool, input.cycleId, page).catch(rethrowForTemporal)))
+        ) {
+          break;
+        }
+        total = addPage(total, await claimOnePage({ ...input, page }, queuedBy, attempt, seen), queuedBy);
+      }
       otel.trace.getActiveSpan()?.setAttributes({
         correlationId: input.jobRunId,
         page: input.page,
+        pages: total.pagesClaimed,
         partition: input.partition.index + 1,
-        owners: page.ownerIds.length,
-        documentCount: page.documentCount,
+        owners: total.owners,
+        documentCount: total.documentCount,
         attempt,
       });
-      const busy = first.flatMap((r) => r.busyOwnerIds);
-      // An owner busy here is most often held by another partition claiming the same owner's documents in
-      // the other's id range, for the milliseconds of its transaction: a second try that waits for that
-      // transaction to end claims it, or finds it done, without a workflow timer and another activity.
-      const again =
-        busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksMs: BUSY_WAIT_MS }) : [];
-      return {
-        ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
-        ownersFoundBusy: busy.length,
-        documentCount: page.documentCount,
-        owners: page.ownerIds.length,
-        hasNext: page.hasNext,
-      };
+      return total;
     } finally {
       clearInterval(beat);
     }
@@ -305,6 +357,18 @@ interface PageRead {
 /** A database error as the activity's failure (retryable unless permanent). */
 function rethrowForTemporal(err: unknown): never {
   throw toActivityFailure(err);
+}
+
+/** Two runs of pages as one: the later one's `hasNext`. */
+function addPage(a: ClaimPageResult, b: ClaimPageResult, queuedBy: string): ClaimPageResult {
+  return {
+    ...sumResults([a, b], queuedBy),
+    ownersFoundBusy: a.ownersFoundBusy + b.ownersFoundBusy,
+    documentCount: a.documentCount + b.documentCount,
+    owners: a.owners + b.owners,
+    hasNext: b.hasNext,
+    pagesClaimed: (a.pagesClaimed ?? 1) + (b.pagesClaimed ?? 1),
+  };
 }
 
 /** The groups' results as one; `busyQueuedBy` is this activity's key when any owner was busy. */

@@ -10,6 +10,7 @@ import {
   CYCLE_INPUT_FIELDS,
   MAX_OWNER_CONCURRENCY,
   MAX_OWNER_GROUP_SIZE,
+  MAX_PAGES_PER_CLAIM,
   MAX_PARTITIONS,
   pageHistoryEvents,
   ZERO_COUNTS,
@@ -189,6 +190,7 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
     ownerGroupSize: input.ownerGroupSize ?? defaults.ownerGroupSize,
     maxHistoryEvents: input.maxHistoryEvents ?? defaults.maxHistoryEvents,
     ...(input.partitions !== undefined ? { partitions: input.partitions } : {}),
+    ...(input.pagesPerClaim !== undefined ? { pagesPerClaim: input.pagesPerClaim } : {}),
     busyRetryWindowMs: defaults.busyRetryWindowMs,
   };
   problems.push(
@@ -199,6 +201,9 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
     ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
     ...(settings.partitions !== undefined
       ? wholeNumberProblem('partitions', settings.partitions, 1, MAX_PARTITIONS)
+      : []),
+    ...(settings.pagesPerClaim !== undefined
+      ? wholeNumberProblem('pagesPerClaim', settings.pagesPerClaim, 1, MAX_PAGES_PER_CLAIM)
       : []),
   );
   return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
@@ -240,12 +245,18 @@ const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyO
 const OPTIONAL_CONTINUATION_FIELDS = ['busyQueuedBy', 'busyRetry'];
 /** A `queuedBy` key: `<run id>/<activity id>` (or the workflow type for an activity outside a workflow). */
 const MAX_QUEUED_BY_LENGTH = 200;
-const SETTINGS_FIELDS = ['asOf', 'asOfDate', ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && f !== 'partitions')];
+const OPTIONAL_INPUT_SETTINGS: readonly string[] = ['partitions', 'pagesPerClaim'];
+const SETTINGS_FIELDS = [
+  'asOf',
+  'asOfDate',
+  ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && !OPTIONAL_INPUT_SETTINGS.includes(f)),
+];
 /**
  * Settings a continuation may carry beside {@link SETTINGS_FIELDS}: `busyRetryWindowMs`, which the worker's
- * configuration replaces, and `partitions`, which only a first run reads (settings of older versions lack it).
+ * configuration replaces, and `partitions` and `pagesPerClaim`, there only when the cycle's input set them
+ * (settings of older versions lack them, and a worker before them refuses a continuation that has them).
  */
-const OPTIONAL_SETTINGS_FIELDS = ['busyRetryWindowMs', 'partitions'];
+const OPTIONAL_SETTINGS_FIELDS = ['busyRetryWindowMs', ...OPTIONAL_INPUT_SETTINGS];
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function exactFieldProblems(
@@ -296,6 +307,7 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
         ownerGroupSize: given.ownerGroupSize,
         maxHistoryEvents: given.maxHistoryEvents,
         partitions: given.partitions,
+        pagesPerClaim: given.pagesPerClaim,
       },
       { defaultAsOf: now, now },
     );

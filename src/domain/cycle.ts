@@ -28,6 +28,12 @@ export interface CycleInput {
    * day's due count and the worker's `REMINDER_PARTITIONS` / `REMINDER_PARTITION_SIZE`.
    */
   partitions?: number;
+  /**
+   * Pages one `claimPage` activity of a partition claims at most (docs/DESIGN.md#page-claims); default
+   * {@link DEFAULT_PAGES_PER_CLAIM}. Fewer make more, smaller activities: a finer spread over workers, and
+   * more orchestration per page.
+   */
+  pagesPerClaim?: number;
   /** Set by the workflow itself when it continues as new; validated like the rest when it arrives. */
   continuation?: CycleContinuation;
 }
@@ -43,6 +49,7 @@ export const CYCLE_INPUT_FIELDS = [
   'ownerGroupSize',
   'maxHistoryEvents',
   'partitions',
+  'pagesPerClaim',
 ] as const;
 
 /** Settings a cycle runs with, fixed at its start and recorded in history. */
@@ -58,6 +65,8 @@ export interface CycleSettings {
   maxHistoryEvents: number;
   /** The partition count the input asked for; absent: the cycle plans it from the day's due count. */
   partitions?: number;
+  /** Pages per `claimPage` activity the input asked for; absent: {@link DEFAULT_PAGES_PER_CLAIM}. */
+  pagesPerClaim?: number;
   /**
    * How long owners found busy (another transaction holds their lock) are retried at the end of the
    * scan, with backoff, before they count as failed. From the worker's configuration, never from input.
@@ -168,6 +177,16 @@ export function partitionWorkflowId(jobRunId: string, { index, count }: Partitio
 
 /** Upper bound on a cycle's partitions: each is a child workflow with its own chain of pages. */
 export const MAX_PARTITIONS = 64;
+
+/**
+ * Pages a partition's `claimPage` activity claims at most by default (it also stops after about a second):
+ * each activity and the workflow task after it cost the worker and the Temporal server about what a page's
+ * claim costs PostgreSQL (bench/REPORT.md).
+ */
+export const DEFAULT_PAGES_PER_CLAIM = 8;
+
+/** Upper bound on `pagesPerClaim`. */
+export const MAX_PAGES_PER_CLAIM = 64;
 
 /**
  * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,

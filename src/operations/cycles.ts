@@ -206,7 +206,7 @@ export async function listCycles(
 export async function runManualCycle(
   client: Client,
   config: Config,
-  options: { asOf?: string; wait?: boolean; partitions?: number },
+  options: { asOf?: string; wait?: boolean; partitions?: number; pagesPerClaim?: number },
 ): Promise<{ workflowId: string; runId: string; result?: CycleResult }> {
   const today = utcDate(new Date());
   if (options.asOf && options.asOf > today) {
@@ -218,6 +218,7 @@ export async function runManualCycle(
   const input: CycleInput = {
     ...(options.asOf ? { asOf: options.asOf } : {}),
     ...(options.partitions ? { partitions: options.partitions } : {}),
+    ...(options.pagesPerClaim ? { pagesPerClaim: options.pagesPerClaim } : {}),
   };
   const day = options.asOf ?? today;
   const handle = await client.workflow.start<CycleWorkflow>(WORKFLOW_TYPE, {

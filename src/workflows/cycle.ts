@@ -28,6 +28,7 @@ import {
 import type { Activities, CandidatePage, PartitionPlan } from '../activities';
 import {
   ZERO_COUNTS,
+  DEFAULT_PAGES_PER_CLAIM,
   addCounts,
   EVENTS_PER_ACTIVITY,
   pageHistoryEvents,
@@ -83,6 +84,12 @@ const BUSY_RETRY_BOUND_PATCH = 'busy-retry-bound-v1';
  * recorded before it replays its page reads and owner groups.
  */
 const PAGE_CLAIMS_PATCH = 'page-claims-v1';
+
+/**
+ * The patch that lets one `claimPage` activity claim several pages in a row (`pagesPerClaim`). A partition
+ * recorded before it replays one page per activity.
+ */
+const PAGES_PER_CLAIM_PATCH = 'pages-per-claim-v1';
 
 /**
  * A page's claim: its read and a transaction or two, tens of milliseconds; the last attempt isolates
@@ -545,8 +552,8 @@ function groupsThatFit(settings: CycleSettings): number {
 }
 
 /**
- * A partition's scan, page after page, each page read and its owners claimed by one `claimPage` activity
- * (docs/DESIGN.md#page-claims), until the scan is done or the partition stops; hands over to a new run when
+ * A partition's scan, page after page, the pages read and their owners claimed by `claimPage` activities of
+ * up to `pagesPerClaim` pages each (docs/DESIGN.md#page-claims), until the scan is done or the partition stops; hands over to a new run when
  * history is nearly full. The partition's reminders-sent search attribute is updated at most every
  * {@link SEARCH_ATTRIBUTES_EVERY_MS}, and at the end. Returns the status so far.
  */
@@ -564,8 +571,10 @@ async function claimPages(run: CycleRun): Promise<CycleStatus> {
       return stop;
     }
     const page = counts.pages + 1;
+    const pages = patched(PAGES_PER_CLAIM_PATCH) ? (settings.pagesPerClaim ?? DEFAULT_PAGES_PER_CLAIM) : undefined;
+    const summary = pages ? `pages from ${page}` : `page ${page}`;
     const r = await CancellationScope.nonCancellable(() =>
-      claimPage.executeWithOptions({ ...PAGE_CLAIM_ACTIVITY, summary: `page ${page}`, allowEagerDispatch: false }, [
+      claimPage.executeWithOptions({ ...PAGE_CLAIM_ACTIVITY, summary, allowEagerDispatch: false }, [
         {
           window: candidateWindow(settings),
           cycleId: run.firstRunId,
@@ -577,10 +586,11 @@ async function claimPages(run: CycleRun): Promise<CycleStatus> {
           asOf: settings.asOf,
           ownerConcurrency: settings.ownerConcurrency,
           lastAttempt: PAGE_CLAIM_ACTIVITY.retry.maximumAttempts,
+          ...(pages ? { pages } : {}),
         },
       ]),
     );
-    counts.pages = page;
+    counts.pages = page + (r.pagesClaimed ?? 1) - 1;
     counts.documentsSeen += r.documentCount;
     groups.record(r, r.ownersFoundBusy);
     run.progress();

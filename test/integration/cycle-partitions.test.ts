@@ -97,7 +97,11 @@ test('with two workers polling, each claims a share of the partitions’ pages',
     Array.from({ length: 400 }, (_, i) => ({ daysLeft: i % 8 })),
   );
 
-  const handle = await stack.startCycle({ asOf: AS_OF_DATE, ownerGroupSize: 5, batchSize: 10 }, { taskQueue });
+  // One page per activity: the spread is counted in activities, and 40 of them show it where 8 would not.
+  const handle = await stack.startCycle(
+    { asOf: AS_OF_DATE, ownerGroupSize: 5, batchSize: 10, pagesPerClaim: 1 },
+    { taskQueue },
+  );
   const result = await handle.result();
   expect(result).toEqual(expect.objectContaining({ status: 'completed', partitions: 4, remindersSent: 400 }));
 

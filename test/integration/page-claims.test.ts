@@ -13,7 +13,7 @@ import { selectScanPosition, upsertScanPosition } from '../../src/db/scan-positi
 import { withTransaction } from '../../src/db/pool';
 import { remindOwnersInTransaction, remindOwnersReadingBack } from '../../src/db/reminders';
 import { sleep } from '../support/wait';
-import { markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
+import { insertDocuments, markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
 
@@ -75,6 +75,7 @@ test("a page's claim reads the page and claims its owners with all their due doc
     owners: 3,
     hasNext: true,
     ownersFoundBusy: 0,
+    pagesClaimed: 1,
   });
   expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeDefined();
   const events = await outbox(stack.db.admin);
@@ -149,17 +150,86 @@ test('a retry after the first attempt read the page and died before claiming cla
 test("an attempt whose claim fails records no end of the page: its end commits with the first group's reminders", async () => {
   const owners = await seedOwners(3);
   const cycleId = crypto.randomUUID();
-  // A transient failure (serialization, retried by Temporal) of one owner's marker insert fails the claim.
+  // A transient failure (serialization, retried by Temporal) of one owner's marker insert fails the claim
+  // of the page's one group.
   const accept = await rejectOwner(stack.db.admin, owners[1], '40001');
-  await expect(claimPage(input(cycleId, 1), 1)).rejects.toThrow(/rejected for the test/);
-  expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeUndefined();
-  expect(await markers(stack.db.admin)).toHaveLength(0);
-  await accept();
+  try {
+    await expect(claimPage(input(cycleId, 1, { ownerConcurrency: 4 }), 1)).rejects.toThrow(/rejected for the test/);
+    expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeUndefined();
+    expect(await markers(stack.db.admin)).toHaveLength(0);
+  } finally {
+    await accept();
+  }
 
   const retry = await claimPage(input(cycleId, 1), 2);
 
   expect(retry).toEqual(expect.objectContaining({ ownersProcessed: 3, remindersSent: 6, owners: 3, hasNext: true }));
   expect(await selectScanPosition(stack.db.worker, cycleId, 1)).toBeDefined();
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+/**
+ * Owner X's documents fall in pages 1 and 2 of pages of 4, every document at its own day: A X B C | D (X) E F
+ * G | H, where X's second document is reminded with its first and so no longer in page 2, though within its
+ * ends. Each document is due at its own current threshold: 10 reminders over 9 owners.
+ */
+async function seedOwnerAcrossPages(): Promise<{ owners: string[]; x: string }> {
+  const [a, x, b, c, d, e, f, g, h] = Array.from({ length: 9 }, () => crypto.randomUUID());
+  await insertDocuments(
+    stack.db.admin,
+    AS_OF_DATE,
+    [a, x, b, c, d, x, e, f, g, h].map((ownerUserId, i) => ({ ownerUserId, daysLeft: i + 1 })),
+  );
+  return { owners: [a, x, b, c, d, e, f, g, h], x };
+}
+
+test('an activity asked for several pages claims them one after another, each its own end, and says how many', async () => {
+  const { owners } = await seedOwnerAcrossPages();
+  const cycleId = crypto.randomUUID();
+
+  const result = await claimPage(input(cycleId, 1, { pages: 8 }));
+
+  expect(result).toEqual(
+    expect.objectContaining({
+      pagesClaimed: 3,
+      hasNext: false,
+      ownersProcessed: 9,
+      remindersSent: 10,
+      documentCount: 9,
+    }),
+  );
+  for (const page of [1, 2, 3]) expect(await selectScanPosition(stack.db.worker, cycleId, page)).toBeDefined();
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+
+  // Asked for one page, an activity claims one: the next starts where it ended.
+  const cycle2 = crypto.randomUUID();
+  await stack.db.admin.query('truncate profile.document_expiry_reminders, profile.outbox_messages');
+  const one = await claimPage(input(cycle2, 1, { pages: 1 }));
+  expect(one).toEqual(expect.objectContaining({ pagesClaimed: 1, hasNext: true, remindersSent: 5 }));
+  const next = await claimPage(input(cycle2, 2, { pages: 8 }));
+  expect(next).toEqual(expect.objectContaining({ pagesClaimed: 2, hasNext: false, remindersSent: 5 }));
+});
+
+test('a retry goes on through every page an earlier attempt recorded, whatever it is asked, and counts each reminder once', async () => {
+  const { owners } = await seedOwnerAcrossPages();
+  const cycleId = crypto.randomUUID();
+  // Attempt 1 claimed three pages and was never reported.
+  await claimPage(input(cycleId, 1, { pages: 8 }), 1);
+
+  // Attempt 2, asked for one page (as if its time budget were spent), reads the three back; owner X's
+  // reminders, read back with page 1, are not read back again with page 2, within whose ends its second
+  // document lies.
+  const retry = await claimPage(input(cycleId, 1, { pages: 1 }), 2);
+
+  expect(retry).toEqual(
+    expect.objectContaining({
+      pagesClaimed: 3,
+      hasNext: false,
+      ownersProcessed: 9,
+      ownersNotified: 9,
+      remindersSent: 10,
+    }),
+  );
   expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
 });
 

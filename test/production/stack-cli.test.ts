@@ -86,7 +86,18 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
     );
     const cycle = await run(
       process.execPath,
-      [require.resolve('tsx/cli'), 'src/client.ts', 'cycle', 'run', '--as-of', asOf, '--wait'],
+      // One page per activity (about 40): the spread is counted in activities, which 8 pages each would make few.
+      [
+        require.resolve('tsx/cli'),
+        'src/client.ts',
+        'cycle',
+        'run',
+        '--as-of',
+        asOf,
+        '--pages-per-claim',
+        '1',
+        '--wait',
+      ],
       { cwd: ROOT, env: cliEnv, timeout: 300_000 },
     );
     expect(JSON.parse(cycle.stdout)).toMatchObject({ result: { status: 'completed', remindersSent: owners } });

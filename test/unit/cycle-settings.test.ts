@@ -107,9 +107,18 @@ describe('resolveCycleSettings', () => {
       ]);
   });
 
+  it('takes pages per claim from 1 to 64, kept out of the settings unless given, and refuses anything else', () => {
+    expect(settingsOf({ pagesPerClaim: 1 }).pagesPerClaim).toBe(1);
+    expect('pagesPerClaim' in settingsOf({})).toBe(false);
+    for (const pagesPerClaim of [0, 65, 1.5, '8'])
+      expect(problemsOf({ pagesPerClaim })).toEqual([
+        `pagesPerClaim=${JSON.stringify(pagesPerClaim)}: expected a whole number from 1 to 64`,
+      ]);
+  });
+
   it('refuses an unknown field, such as a typo for asOf, instead of running as of today', () => {
     expect(problemsOf({ asof: '2026-05-01' })).toEqual([
-      'unknown field "asof": expected only asOf, thresholdsDays, batchSize, retentionDays, maxRunDurationMs, ownerConcurrency, ownerGroupSize, maxHistoryEvents, partitions',
+      'unknown field "asof": expected only asOf, thresholdsDays, batchSize, retentionDays, maxRunDurationMs, ownerConcurrency, ownerGroupSize, maxHistoryEvents, partitions, pagesPerClaim',
     ]);
   });
 

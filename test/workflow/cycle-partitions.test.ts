@@ -41,17 +41,15 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
       expect(result.remindersSent).toBe(17);
       expect(result.documentsSeen).toBe(34);
 
-      // One activity per page reads it and claims its owners; no page read or owner group of their own.
+      // One activity reads a partition's pages and claims their owners, up to 8 pages in a row; no page read
+      // or owner group of their own.
       const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
       expect(callsOf(calls, 'findCandidatePage')).toHaveLength(0);
       expect(callsOf(calls, 'remindOwners')).toHaveLength(0);
-      expect(pageCalls.map((p) => [p.partition.index, p.page]).sort()).toEqual([
-        [0, 1],
-        [0, 2],
-        [1, 1],
-        [2, 1],
-        [2, 2],
-        [2, 3],
+      expect(pageCalls.map((p) => [p.partition.index, p.page, p.pages]).sort()).toEqual([
+        [0, 1, 8],
+        [1, 1, 8],
+        [2, 1, 8],
       ]);
       expect(pageCalls.every((p) => p.partition.count === 3 && p.jobRunId === handle.workflowId)).toBe(true);
       // Each partition keys its scan positions by its own first run id.
@@ -63,6 +61,61 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
       expect(prunes).toHaveLength(1);
       expect(new Set((prunes[0].input as PruneInput).partitionIds)).toEqual(new Set(pageCalls.map((p) => p.cycleId)));
       expect(callsOf(calls, 'planPartitions')).toHaveLength(1);
+    },
+  );
+});
+
+test('an activity that claims fewer pages than asked is followed by one from the page after its last', async () => {
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 60_000, partitions: 2 },
+      partitionPages: [
+        [owners(1, 2), owners(10, 2), owners(20, 2), owners(30, 2), owners(40, 2)],
+        [owners(50, 1), owners(60, 1), owners(70, 1)],
+      ],
+      // Its time budget stops each activity after two pages.
+      pagesPerClaim: 2,
+    },
+    {},
+    async ({ handle, calls }) => {
+      expect(await handle.result()).toEqual(
+        expect.objectContaining({ status: 'completed', pages: 8, ownersProcessed: 13, remindersSent: 13 }),
+      );
+      const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
+      expect(pageCalls.map((p) => [p.partition.index, p.page]).sort()).toEqual([
+        [0, 1],
+        [0, 3],
+        [0, 5],
+        [1, 1],
+        [1, 3],
+      ]);
+    },
+  );
+});
+
+test('a worker of the release before multi-page claims claims one page of the pages asked: the partition goes on page by page', async () => {
+  await withCycle(
+    cycle(),
+    {
+      pages: [],
+      plan: { due: 60_000, partitions: 2 },
+      partitionPages: [[owners(1, 2), owners(10, 2), owners(20, 2)], [owners(50, 1)]],
+      onePagePerClaim: true,
+    },
+    {},
+    async ({ handle, calls }) => {
+      expect(await handle.result()).toEqual(
+        expect.objectContaining({ status: 'completed', pages: 4, ownersProcessed: 7, remindersSent: 7 }),
+      );
+      const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
+      expect(pageCalls.map((p) => [p.partition.index, p.page]).sort()).toEqual([
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [1, 1],
+      ]);
     },
   );
 });
@@ -116,6 +169,7 @@ test('a cancel request reaches every partition: each stops and reports, the cycl
         [owners(1, 2), owners(3, 2), owners(5, 2)],
         [owners(11, 2), owners(13, 2), owners(15, 2)],
       ],
+      pagesPerClaim: 1,
       // Every partition's first page waits for the cancel, so neither has finished when it comes.
       onPage: async () => {
         await holdUntil(() => cancelled, 10_000);
@@ -177,7 +231,8 @@ test('a partition continues as new on its own history and keeps its counts', asy
       plan: { due: 100_000, partitions: 2 },
       partitionPages: [Array.from({ length: 16 }, (_, i) => owners(100 + 10 * i, 2)), [owners(1, 2)]],
     },
-    { maxHistoryEvents: 60, batchSize: 10 },
+    // One page per activity, asked in the input: each continuation carries it and is accepted with it.
+    { maxHistoryEvents: 60, batchSize: 10, pagesPerClaim: 1 },
     async ({ handle, calls }) => {
       const result = await handle.result();
       expect(result).toEqual(

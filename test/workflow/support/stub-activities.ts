@@ -56,6 +56,10 @@ export interface CycleScript {
   pages: string[][];
   /** A partitioned day: partition `i`'s pages (and `pages` is not read by partitions). */
   partitionPages?: string[][][];
+  /** Pages a `claimPage` call claims at most, below what it is asked (its time budget); default: as asked. */
+  pagesPerClaim?: number;
+  /** `claimPage` as a worker before multi-page claims ran it: one page, whatever it is asked, no `pagesClaimed`. */
+  onePagePerClaim?: boolean;
   /** What `planPartitions` answers; default: one partition, as many due documents as `pages` hold. */
   plan?: { due: number; partitions: number };
   /** Default `sent` (processed, notified, one reminder); `n` counts this owner's calls from 1. */
@@ -146,14 +150,18 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
       logged('claimPage', input, async (call): Promise<ClaimPageResult> => {
         await script.onPage?.(input, call, calls);
         const pages = script.partitionPages?.[input.partition.index] ?? [];
-        const ownerIds = pages[input.page - 1] ?? [];
+        const asked = script.onePagePerClaim ? 1 : Math.min(input.pages ?? 1, script.pagesPerClaim ?? Infinity);
+        // The pages it claims: from input.page on, as many as asked, fewer at the scan's end (at least one).
+        const last = Math.max(input.page, Math.min(pages.length, input.page + asked - 1));
+        const ownerIds = pages.slice(input.page - 1, last).flat();
         const claimed = claimOwners(ownerIds, call);
         return {
           ...claimed,
           ownersFoundBusy: claimed.busyOwnerIds.length,
           documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
           owners: ownerIds.length,
-          hasNext: input.page < pages.length,
+          hasNext: last < pages.length,
+          ...(input.pages === undefined || script.onePagePerClaim ? {} : { pagesClaimed: last - input.page + 1 }),
         };
       }),
 
