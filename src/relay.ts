@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     config,
     logger,
     metrics,
-    // Spans nobody exports still cost the relay CPU for every row (bench/REPORT-HISTORY.md, "Relay").
+    // Spans nobody exports still cost the relay CPU for every row (bench/REPORT-HISTORY.md#relay-issue-12).
     tracer: tracing.exporting ? tracing.tracer : undefined,
   });
   // Read on scrape, so a stuck relay loop cannot freeze the lag it should reveal; at most every

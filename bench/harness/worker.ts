@@ -11,7 +11,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
  * The worker's heap flags as the Dockerfile sets them (NODE_OPTIONS); BENCH_WORKER_NODE_OPTIONS
- * overrides them. A 2 MB young generation keeps the peak RSS near the live heap (bench/REPORT-HISTORY.md, "Worker memory").
+ * overrides them. A 2 MB young generation keeps the peak RSS near the live heap
+ * (bench/REPORT-HISTORY.md#6-worker-memory-backlog-50k-owners).
  */
 const WORKER_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=256';
 

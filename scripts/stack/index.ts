@@ -165,8 +165,8 @@ async function startDevTemporal(
           'journal_mode=WAL',
           '--sqlite-pragma',
           'synchronous=OFF',
-          // The worker that schedules an activity may take it in the same call (no trip through matching):
-          // the backlog cycle about a fifth faster (bench/REPORT.md). Off by default in the server.
+          // The worker that schedules an activity may take it in the same call, with no trip through matching
+          // (bench/REPORT-HISTORY.md#eager-activities-issue-22-measured-2026-12-04). Off by default in the server.
           '--dynamic-config-value',
           'system.enableActivityEagerExecution=true',
         ],

@@ -141,9 +141,8 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         );
       }
       try {
-        // Only a scan's first page is sliced: on an idle day it is the only page and walks the whole
-        // window to find nothing; a later page follows a full one, so it is busy, and a second slice
-        // would mostly be read and thrown away (bench/REPORT-HISTORY.md).
+        // Only a scan's first page is sliced: an idle day's only page walks the whole window, a later one is busy
+        // (bench/REPORT-HISTORY.md#7-the-idle-day-the-current-threshold-expression-and-the-page-scanned-in-slices).
         // A partition is one id range already; it reads its first page whole.
         const slices = input.page === 1 && !input.partition ? config.scanSlices : 1;
         const range = input.partition ? idRanges(input.partition.count)[input.partition.index] : undefined;

@@ -15,10 +15,7 @@ export interface OutboxMessage {
   message_key: string;
   event_type: string;
   contract_version: number;
-  /**
-   * The payload's JSON text as PostgreSQL prints the stored jsonb, sent to Kafka as it is: parsing it into
-   * objects and printing it again cost the relay CPU for every row and changed nothing a JSON reader sees.
-   */
+  /** The jsonb as PostgreSQL prints it, sent unparsed: parsing costs CPU (bench/REPORT-HISTORY.md#relay-issue-12). */
   payload: string;
   correlation_id: string;
   attempts: number;
@@ -29,9 +26,8 @@ export interface OutboxMessage {
 /**
  * Pins the claim's plan for the rest of the calling transaction: walk `ix_outbox_messages_claimable` in
  * order and stop at the limit, then look each claimed row's key up in `ix_outbox_messages_unpublished_key`.
- * Each claim then costs the same whatever the backlog: a queue's statistics are wrong most of the time, and
- * every plan the planner picked on its own grew with it (docs/DESIGN.md, "Relay: at least once, in order per
- * key"; the measurements in bench/REPORT-HISTORY.md, "Relay"). `test/integration/relay-claim-plan.test.ts` checks
+ * A queue's statistics are wrong most of the time, so only a pinned plan costs the same whatever the backlog
+ * (docs/DESIGN.md#relay-at-least-once-in-order-per-key). `test/integration/relay-claim-plan.test.ts` checks
  * the plan under three kinds of statistics.
  */
 export async function pinClaimPlan(db: Queryable): Promise<void> {
@@ -156,8 +152,8 @@ export async function markRejected(
 
 /**
  * The cleanup's delete ($1 seconds, $2 rows): the rows past retention through `ix_outbox_messages_published`
- * (migration 012), deleted by ctid. With `id in (…)` the planner joined the chosen ids back to the table by
- * a sequential scan of it, so each statement read the whole week of rows anyway.
+ * (migration 012), deleted by ctid, since `id in (…)` made the planner scan the whole table
+ * (bench/REPORT-HISTORY.md#relay-cleanup-at-1m-published-rows-issue-19-item-4).
  */
 export const DELETE_PUBLISHED_SQL = `delete from profile.outbox_messages
   where ctid = any(array(select ctid from profile.outbox_messages

@@ -159,9 +159,8 @@ export class OutboxRelay {
   private async waitForRows(): Promise<void> {
     const { pollIntervalMs, lingerMs } = this.deps.config.relay;
     await this.listener.sleep(pollIntervalMs);
-    // A cycle commits every owner group, and each commit notifies: a claim per commit would take ~100
-    // rows at a time, at several times the per-row cost of a full batch, on the CPU the cycle needs.
-    // New rows stay put a moment longer so that one claim takes several commits' rows.
+    // One claim takes several owner-group commits' rows: a small batch per NOTIFY costs more per row
+    // (docs/DESIGN.md#relay-at-least-once-in-order-per-key).
     if (lingerMs > 0) await this.listener.sleep(lingerMs, { wakeOnNotify: false });
   }
 

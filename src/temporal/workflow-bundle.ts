@@ -1,8 +1,8 @@
 /**
  * The prebuilt workflow bundle: `npm run build` writes `dist/workflows.bundle.js` next to the compiled
  * worker, which then loads it instead of bundling `src/workflows` with webpack at every start: that
- * bundling costs start-up time and memory the worker keeps for its whole life (bench/REPORT-HISTORY.md, "Worker
- * memory").
+ * bundling costs start-up time and memory the worker keeps for its whole life
+ * (bench/REPORT-HISTORY.md#6-worker-memory-backlog-50k-owners).
  *
  *   node dist/temporal/workflow-bundle.js [out]   (default: dist/workflows.bundle.js)
  */

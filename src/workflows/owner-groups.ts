@@ -114,8 +114,8 @@ export class RemindOwnersInFlight {
   private readonly busyQueuedBy = new Map<string, Set<string>>();
   /**
    * Whether a group may run eagerly on the worker that schedules it (no trip through matching). A cycle that
-   * scans alone keeps it (one box, about a fifth faster); a partition's groups go through matching, so
-   * every worker polling the task queue takes a share (docs/DESIGN.md#partitions).
+   * scans alone keeps it (one box, faster); a partition's groups go through matching, so every worker
+   * polling the task queue takes a share (docs/DESIGN.md#partitions).
    */
   allowEagerDispatch = true;
 

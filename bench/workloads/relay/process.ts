@@ -13,9 +13,8 @@ export interface RelayProcess {
   /** Rows it has marked published since it started, from its `published` log lines (written after commit). */
   published(): number;
   /**
-   * Resolves once it has published `rows` rows, read from its log: the driver must not poll the outbox
-   * meanwhile, since a count over 300,000 unpublished rows every few milliseconds costs PostgreSQL more CPU
-   * than the relay's own statements and holds back the cleanup of the index entries the claim walks.
+   * Resolves once it has published `rows` rows, read from its log: the driver's own polling of the outbox
+   * would cost PostgreSQL more than the relay does (bench/REPORT-HISTORY.md#relay-issue-12).
    */
   waitForPublished(rows: number, timeoutMs: number): Promise<void>;
   stop(): Promise<void>;
