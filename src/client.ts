@@ -211,7 +211,8 @@ export function buildProgram(config: () => Config): Command {
     .description(
       'why (not)? for one investor: each document with its verdict as of a day, its markers and the cycles that ' +
         'wrote them, what the next cycle would send, and the outbox rows (read-only: the worker, DATABASE_URL; ' +
-        'the outbox as the relay, RELAY_DATABASE_URL)',
+        'the outbox as the relay, RELAY_DATABASE_URL); for a document still due, whether a cycle of the day met ' +
+        'its owner busy or failing (from Temporal: without it, the database answers alone)',
     )
     .option('--owner <id>', "the investor's id (owner_user_id)", ownerId)
     .option('--document <id>', "a document's id: its owner is explained, this document shown", documentId)

@@ -1,8 +1,9 @@
 /**
  * Reading a workflow's history from the server: every run of a chain that continued as new, and the child
- * workflows (a cycle's partitions) it started. The replay recorder and the benchmark read them.
+ * workflows (a cycle's partitions) it started. The replay recorder, the benchmark and `explain` read them.
  */
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 
 /**
@@ -46,4 +47,36 @@ export function startedChildren(
       }),
     )
     .sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+}
+
+/** An activity a run completed: its type, its id, its input and its result, as the default JSON converter decodes them. */
+export interface CompletedActivity {
+  activityType: string;
+  activityId: string;
+  input: unknown;
+  result: unknown;
+}
+
+/** The activities `history` completed, in the order they completed. */
+export function completedActivities(history: temporal.api.history.v1.IHistory): CompletedActivity[] {
+  const scheduled = new Map<string, Omit<CompletedActivity, 'result'>>();
+  const completed: CompletedActivity[] = [];
+  for (const e of history.events ?? []) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s)
+      scheduled.set(String(e.eventId), {
+        activityType: s.activityType?.name ?? '',
+        activityId: s.activityId ?? '',
+        input: decoded(s.input?.payloads?.[0]),
+      });
+    const c = e.activityTaskCompletedEventAttributes;
+    const which = c && scheduled.get(String(c.scheduledEventId));
+    if (which) completed.push({ ...which, result: decoded(c.result?.payloads?.[0]) });
+  }
+  return completed;
+}
+
+/** A payload as the default JSON converter decodes it; undefined for none. */
+function decoded(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
+  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
 }

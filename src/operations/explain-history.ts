@@ -1,0 +1,121 @@
+/**
+ * What only Temporal's history knows for `explain`: the cycles as of a day, and whether one of them met an
+ * owner busy (another transaction held its lock) or failing. A claim returns such owners by id
+ * (`busyOwnerIds`, `failed`) in the result of its `claimPage` or `remindOwners` activity, the only place an
+ * owner id is kept once the cycle ended (its scan positions are deleted by its prune). Read-only.
+ */
+import type { Client } from '@temporalio/client';
+import { addDays } from '../domain/dates';
+import type { CycleOfDay, DayHistory, OwnerMet } from '../domain/explain';
+import { WORKFLOW_TYPE } from '../domain/names';
+import { completedActivities, firstRunIdOf, runHistories, startedChildren } from '../temporal/histories';
+
+/** How many of the day's cycles, newest first, have their histories read (a day has one, or a few reruns). */
+const CYCLES_READ = 5;
+
+/** The Web UI's page of a run, as a path under the UI's address. */
+function webUiPath(namespace: string, workflowId: string, runId: string): string {
+  return `/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+}
+
+/** The visibility query for the cycles on `taskQueue` as of `asOfDate` (their ReminderAsOf falls on that day). */
+function cyclesOfDayQuery(taskQueue: string, asOfDate: string): string {
+  return (
+    `WorkflowType = ${JSON.stringify(WORKFLOW_TYPE)} AND TaskQueue = ${JSON.stringify(taskQueue)} ` +
+    `AND ExecutionStatus != "ContinuedAsNew" ` +
+    `AND ReminderAsOf >= "${asOfDate}T00:00:00Z" AND ReminderAsOf < "${addDays(asOfDate, 1)}T00:00:00Z"`
+  );
+}
+
+/** What a claim activity's result says of an owner: nothing, busy, failed (with the error), or claimed. */
+function outcomeOf(
+  activity: { activityType: string; input: unknown; result: unknown },
+  ownerUserId: string,
+): { outcome: 'busy' | 'failed' | 'claimed'; error?: string } | undefined {
+  const result = activity.result as { busyOwnerIds?: unknown; failed?: unknown } | null;
+  if (!result || !Array.isArray(result.busyOwnerIds) || !Array.isArray(result.failed)) return undefined;
+  const failed = (result.failed as { ownerUserId?: unknown; error?: unknown }[]).find(
+    (f) => f.ownerUserId === ownerUserId,
+  );
+  if (failed) return { outcome: 'failed', error: String(failed.error) };
+  if ((result.busyOwnerIds as unknown[]).includes(ownerUserId)) return { outcome: 'busy' };
+  // A retry of busy owners names them in its input: one it no longer reports was claimed.
+  const input = activity.input as { ownerUserIds?: unknown } | null;
+  if (Array.isArray(input?.ownerUserIds) && input.ownerUserIds.includes(ownerUserId)) return { outcome: 'claimed' };
+  return undefined;
+}
+
+/**
+ * Where the cycle (its own runs and its partitions') last met the owner without claiming it; a failure
+ * outweighs a busy owner (a retry that failed for good), and an owner a later retry claimed was not left.
+ */
+async function ownerInCycle(
+  client: Client,
+  namespace: string,
+  cycle: CycleOfDay,
+  ownerUserId: string,
+): Promise<OwnerMet | undefined> {
+  const runs = await runHistories(client, {
+    workflowId: cycle.workflowId,
+    firstExecutionRunId: await firstRunIdOf(client, cycle.workflowId),
+  });
+  const workflows = [{ workflowId: cycle.workflowId, runs }];
+  for (const child of startedChildren(runs)) {
+    workflows.push({ workflowId: child.workflowId, runs: await runHistories(client, child) });
+  }
+  let met: OwnerMet | undefined;
+  for (const { workflowId, runs: chain } of workflows) {
+    let last: OwnerMet | undefined;
+    for (const { runId, history } of chain) {
+      for (const activity of completedActivities(history)) {
+        const seen = outcomeOf(activity, ownerUserId);
+        if (!seen) continue;
+        last =
+          seen.outcome === 'claimed'
+            ? undefined
+            : {
+                cycle,
+                outcome: seen.outcome,
+                ...(seen.error !== undefined ? { error: seen.error } : {}),
+                seenIn: {
+                  workflowId,
+                  runId,
+                  activityType: activity.activityType,
+                  activityId: activity.activityId,
+                  webUi: webUiPath(namespace, workflowId, runId),
+                },
+              };
+      }
+    }
+    if (last && (!met || last.outcome === 'failed')) met = last;
+  }
+  return met;
+}
+
+/**
+ * The cycles on `taskQueue` as of `asOfDate`, newest first, and where the newest that met the owner
+ * without claiming it did so. Visibility is eventually consistent: a cycle that ended a moment ago may
+ * still be listed as running.
+ */
+export async function ownerInCyclesOfDay(
+  client: Client,
+  options: { taskQueue: string; asOfDate: string; ownerUserId: string },
+): Promise<Extract<DayHistory, { cycles: unknown }>> {
+  const { namespace } = client.options;
+  const cycles: (CycleOfDay & { startTime: number })[] = [];
+  for await (const wf of client.workflow.list({ query: cyclesOfDayQuery(options.taskQueue, options.asOfDate) })) {
+    cycles.push({
+      workflowId: wf.workflowId,
+      runId: wf.runId,
+      status: wf.status.name,
+      webUi: webUiPath(namespace, wf.workflowId, wf.runId),
+      startTime: wf.startTime.getTime(),
+    });
+  }
+  const newest = cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
+  for (const cycle of newest.slice(0, CYCLES_READ)) {
+    const met = await ownerInCycle(client, namespace, cycle, options.ownerUserId);
+    if (met) return { cycles: newest, met };
+  }
+  return { cycles: newest };
+}
