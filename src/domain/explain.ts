@@ -124,7 +124,7 @@ export interface CycleOfDay {
   runId: string;
   /** Temporal's execution status: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT. */
   status: string;
-  /** The run's page in the Web UI, a path under the UI's address. */
+  /** The run's page in the Web UI: a link under TEMPORAL_UI_URL, or without it a path under the UI's address. */
   webUi: string;
 }
 

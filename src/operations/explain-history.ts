@@ -13,9 +13,12 @@ import { completedActivities, firstRunIdOf, runHistories, startedChildren } from
 /** How many of the day's cycles, newest first, have their histories read (a day has one, or a few reruns). */
 const CYCLES_READ = 5;
 
-/** The Web UI's page of a run, as a path under the UI's address. */
-function webUiPath(namespace: string, workflowId: string, runId: string): string {
-  return `/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+/** Where the Web UI shows a run: a link under `uiUrl` (TEMPORAL_UI_URL), or without it the path under the UI's address. */
+type WebUi = (workflowId: string, runId: string) => string;
+
+function webUiOf(uiUrl: string | undefined, namespace: string): WebUi {
+  return (workflowId, runId) =>
+    `${uiUrl ?? ''}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
 }
 
 /** The visibility query for the cycles on `taskQueue` as of `asOfDate` (their ReminderAsOf falls on that day). */
@@ -51,7 +54,7 @@ function outcomeOf(
  */
 async function ownerInCycle(
   client: Client,
-  namespace: string,
+  webUi: WebUi,
   cycle: CycleOfDay,
   ownerUserId: string,
 ): Promise<OwnerMet | undefined> {
@@ -82,7 +85,7 @@ async function ownerInCycle(
                   runId,
                   activityType: activity.activityType,
                   activityId: activity.activityId,
-                  webUi: webUiPath(namespace, workflowId, runId),
+                  webUi: webUi(workflowId, runId),
                 },
               };
       }
@@ -99,22 +102,22 @@ async function ownerInCycle(
  */
 export async function ownerInCyclesOfDay(
   client: Client,
-  options: { taskQueue: string; asOfDate: string; ownerUserId: string },
+  options: { taskQueue: string; asOfDate: string; ownerUserId: string; uiUrl?: string },
 ): Promise<Extract<DayHistory, { cycles: unknown }>> {
-  const { namespace } = client.options;
+  const webUi = webUiOf(options.uiUrl, client.options.namespace);
   const cycles: (CycleOfDay & { startTime: number })[] = [];
   for await (const wf of client.workflow.list({ query: cyclesOfDayQuery(options.taskQueue, options.asOfDate) })) {
     cycles.push({
       workflowId: wf.workflowId,
       runId: wf.runId,
       status: wf.status.name,
-      webUi: webUiPath(namespace, wf.workflowId, wf.runId),
+      webUi: webUi(wf.workflowId, wf.runId),
       startTime: wf.startTime.getTime(),
     });
   }
   const newest = cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
   for (const cycle of newest.slice(0, CYCLES_READ)) {
-    const met = await ownerInCycle(client, namespace, cycle, options.ownerUserId);
+    const met = await ownerInCycle(client, webUi, cycle, options.ownerUserId);
     if (met) return { cycles: newest, met };
   }
   return { cycles: newest };

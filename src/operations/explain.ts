@@ -63,7 +63,13 @@ const TEMPORAL_CONNECT_TIMEOUT_MS = 5_000;
 function readCyclesOfDay(config: Config, asOfDate: string, ownerUserId: string): Promise<DayHistory> {
   return withTemporalClient(
     config,
-    (client) => ownerInCyclesOfDay(client, { taskQueue: config.temporal.taskQueue, asOfDate, ownerUserId }),
+    (client) =>
+      ownerInCyclesOfDay(client, {
+        taskQueue: config.temporal.taskQueue,
+        asOfDate,
+        ownerUserId,
+        uiUrl: config.temporal.uiUrl,
+      }),
     { connectTimeoutMs: TEMPORAL_CONNECT_TIMEOUT_MS },
   ).catch((err: unknown) => ({ unavailable: errorOf(err).message.split('\n')[0].replace(/\.$/, '') }));
 }

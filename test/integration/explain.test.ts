@@ -162,7 +162,9 @@ describe("a document still due after a cycle of its day: what that cycle's histo
       await release();
     }
     const run = first.firstExecutionRunId;
-    const waiting = await explain({ ownerUserId: held.ownerUserId }, BUSY_DAY);
+    const waiting = await explain({ ownerUserId: held.ownerUserId }, BUSY_DAY, {
+      TEMPORAL_UI_URL: 'http://127.0.0.1:8233/',
+    });
     expect(waiting.documents).toEqual([
       expect.objectContaining({
         verdict: 'waiting',
@@ -172,7 +174,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
             workflowId: first.workflowId,
             runId: run,
             status: 'COMPLETED',
-            webUi: `/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
+            webUi: `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
           },
           outcome: 'busy',
           // The busy retries' last group, after the page's own.
@@ -184,7 +186,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
     const text = explanationText(waiting);
     expect(text).toContain(`  seen busy in remindOwners `);
     expect(text).toContain(
-      `  Web UI: /namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
+      `  Web UI: http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
     );
     expect(text).toContain(`Cycles as of this day: ${first.workflowId} run ${run}, COMPLETED`);
     // The owner claimed in the same cycle is reminded by it, not waiting.
@@ -242,7 +244,14 @@ describe("a document still due after a cycle of its day: what that cycle's histo
         verdict: 'waiting',
         metInCycle: expect.objectContaining({
           outcome: 'busy',
-          seenIn: expect.objectContaining({ workflowId: partition, activityType: 'remindOwners' }),
+          seenIn: expect.objectContaining({
+            workflowId: partition,
+            activityType: 'remindOwners',
+            // Without TEMPORAL_UI_URL, the page's path under the Web UI's address.
+            webUi: expect.stringMatching(
+              /^\/namespaces\/default\/workflows\/[^/]+%2Fpartition-[12]-of-2\/[0-9a-f-]{36}\/history$/,
+            ),
+          }),
         }),
       }),
     ]);
