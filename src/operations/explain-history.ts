@@ -5,6 +5,8 @@
  * owner id is kept once the cycle ended (its scan positions are deleted by its prune). Read-only.
  */
 import type { Client } from '@temporalio/client';
+import { idRanges } from '../db/candidates';
+import { partitionOfWorkflowId } from '../domain/cycle';
 import { addDays } from '../domain/dates';
 import type { CycleOfDay, DayHistory, OwnerMet } from '../domain/explain';
 import { WORKFLOW_TYPE } from '../domain/names';
@@ -28,6 +30,18 @@ function cyclesOfDayQuery(taskQueue: string, asOfDate: string): string {
     `AND ExecutionStatus != "ContinuedAsNew" ` +
     `AND ReminderAsOf >= "${asOfDate}T00:00:00Z" AND ReminderAsOf < "${addDays(asOfDate, 1)}T00:00:00Z"`
   );
+}
+
+/**
+ * Whether a partition (`<cycle id>/partition-<i>-of-<K>`) scans one of `documentIds`: only such a partition
+ * pages the owner, since each scans one id range. Any other workflow (the cycle itself) may.
+ */
+function mayMeet(workflowId: string, documentIds: readonly string[]): boolean {
+  const partition = partitionOfWorkflowId(workflowId);
+  const range = partition && idRanges(partition.count)[partition.index];
+  if (!range) return true;
+  const [from, until] = range;
+  return documentIds.some((id) => id >= from && (until === null || id < until));
 }
 
 /** What a claim activity's result says of an owner: nothing, busy, failed (with the error), or claimed. */
@@ -56,14 +70,15 @@ async function ownerInCycle(
   client: Client,
   webUi: WebUi,
   cycle: CycleOfDay,
-  ownerUserId: string,
+  owner: { ownerUserId: string; documentIds: readonly string[] },
 ): Promise<OwnerMet | undefined> {
+  const { ownerUserId } = owner;
   const runs = await runHistories(client, {
     workflowId: cycle.workflowId,
     firstExecutionRunId: await firstRunIdOf(client, cycle.workflowId),
   });
   const workflows = [{ workflowId: cycle.workflowId, runs }];
-  for (const child of startedChildren(runs)) {
+  for (const child of startedChildren(runs).filter((c) => mayMeet(c.workflowId, owner.documentIds))) {
     workflows.push({ workflowId: child.workflowId, runs: await runHistories(client, child) });
   }
   let met: OwnerMet | undefined;
@@ -102,7 +117,14 @@ async function ownerInCycle(
  */
 export async function ownerInCyclesOfDay(
   client: Client,
-  options: { taskQueue: string; asOfDate: string; ownerUserId: string; uiUrl?: string },
+  options: {
+    taskQueue: string;
+    asOfDate: string;
+    ownerUserId: string;
+    /** The owner's documents due now: only the partitions that scan one of them are read. */
+    documentIds: readonly string[];
+    uiUrl?: string;
+  },
 ): Promise<Extract<DayHistory, { cycles: unknown }>> {
   const webUi = webUiOf(options.uiUrl, client.options.namespace);
   const cycles: (CycleOfDay & { startTime: number })[] = [];
@@ -117,7 +139,7 @@ export async function ownerInCyclesOfDay(
   }
   const newest = cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
   for (const cycle of newest.slice(0, CYCLES_READ)) {
-    const met = await ownerInCycle(client, webUi, cycle, options.ownerUserId);
+    const met = await ownerInCycle(client, webUi, cycle, options);
     if (met) return { cycles: newest, met };
   }
   return { cycles: newest };

@@ -60,14 +60,18 @@ const TEMPORAL_CONNECT_TIMEOUT_MS = 5_000;
  * The day's cycles and where one met the owner without claiming it, or why Temporal could not say: the rest
  * of the answer never waits on it for more than the connect timeout, and never fails for it.
  */
-function readCyclesOfDay(config: Config, asOfDate: string, ownerUserId: string): Promise<DayHistory> {
+function readCyclesOfDay(
+  config: Config,
+  asOfDate: string,
+  owner: { ownerUserId: string; documentIds: string[] },
+): Promise<DayHistory> {
   return withTemporalClient(
     config,
     (client) =>
       ownerInCyclesOfDay(client, {
         taskQueue: config.temporal.taskQueue,
         asOfDate,
-        ownerUserId,
+        ...owner,
         uiUrl: config.temporal.uiUrl,
       }),
     { connectTimeoutMs: TEMPORAL_CONNECT_TIMEOUT_MS },
@@ -111,12 +115,12 @@ export async function explainCommand(
   }
   if (read.ownerUserId === null) return { ...read, events: [] };
   const owner = read.ownerUserId;
-  const due = read.documents.some((d) => d.verdict === 'due');
+  const due = read.documents.filter((d) => d.verdict === 'due').map((d) => d.documentId);
   const [events, cyclesOfDay] = await Promise.all([
     withOutbox(config, (outbox) => selectOwnerEvents(outbox, owner)).catch(
       (err: Error) => ({ unavailable: err.message }) as const,
     ),
-    due ? readCyclesOfDay(config, read.asOfDate, owner) : undefined,
+    due.length > 0 ? readCyclesOfDay(config, read.asOfDate, { ownerUserId: owner, documentIds: due }) : undefined,
   ]);
   const documents = read.documents.map((doc) => {
     const d = cyclesOfDay ? explainAfterCycles(doc, cyclesOfDay, read.asOfDate) : doc;
