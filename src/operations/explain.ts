@@ -194,6 +194,8 @@ export function explanationText(e: Explanation): string {
 /** The day's cycles in one line, or why Temporal's history was not read. */
 function cyclesOfDayText(day: DayHistory): string {
   if ('unavailable' in day) return `Cycles as of this day: history not read (${day.unavailable}).`;
-  if (day.cycles.length === 0) return 'Cycles as of this day: none yet.';
+  if (day.cycles.length === 0) {
+    return 'Cycles as of this day: none found (none ran yet, or their histories are past the retention of the namespace).';
+  }
   return `Cycles as of this day: ${day.cycles.map((c) => `${c.workflowId} run ${c.runId}, ${c.status} (Web UI ${c.webUi})`).join('; ')}.`;
 }

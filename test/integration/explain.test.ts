@@ -268,7 +268,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
       }),
     ]);
     expect(before.cyclesOfDay).toEqual({ cycles: [] });
-    expect(explanationText(before)).toContain('Cycles as of this day: none yet.');
+    expect(explanationText(before)).toContain('Cycles as of this day: none found');
 
     const cycle = await stack.startCycle({ asOf: QUIET_DAY });
     await cycle.result();
