@@ -188,7 +188,7 @@ export function explainAfterCycles(
   const cycle = `cycle ${latest.workflowId}, run ${latest.runId},`;
   const ran =
     latest.status === 'COMPLETED'
-      ? `${cycle} completed without meeting its owner busy or failing: the document became due, or was added, after that cycle read it`
+      ? `${cycle} completed without leaving its owner busy or failed: the document became due, or was added, after that cycle read it`
       : latest.status === 'RUNNING'
         ? `${cycle} is still running and may not have reached it yet`
         : `${cycle} ended ${latest.status} and may not have reached it`;

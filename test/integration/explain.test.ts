@@ -150,6 +150,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
   const FAILED_DAY = '2026-09-11';
   const QUIET_DAY = '2026-09-12';
   const UNREACHABLE_DAY = '2026-09-13';
+  const RUNNING_DAY = '2026-09-14';
 
   test('an owner another transaction held through a cycle is waiting, named by that cycle; released, the next cycle reminds it', async () => {
     const [held, other] = await insertDocuments(stack.db.admin, BUSY_DAY, [{ daysLeft: 5 }, { daysLeft: 6 }]);
@@ -258,6 +259,41 @@ describe("a document still due after a cycle of its day: what that cycle's histo
     expect((await explain({ ownerUserId: good.ownerUserId }, FAILED_DAY)).documents[0].verdict).toBe('reminded');
   });
 
+  test('while the cycle runs, an owner it found busy is waiting on that cycle; claimed by its retry, it is no longer named', async () => {
+    const [held] = await insertDocuments(stack.db.admin, RUNNING_DAY, [{ daysLeft: 5 }]);
+    const release = await holdOwnerLock(stack.db.worker, held.ownerUserId);
+    let cycle: Awaited<ReturnType<typeof stack.startCycle>>;
+    try {
+      cycle = await stack.startCycle({ asOf: RUNNING_DAY });
+      let seen: Explanation | undefined;
+      await waitFor(async () => {
+        seen = await explain({ ownerUserId: held.ownerUserId }, RUNNING_DAY);
+        return seen.documents[0].verdict === 'waiting';
+      }, 10_000);
+      expect(seen!.documents[0].why).toBe(
+        `waiting: the owner was busy in cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId} (another ` +
+          'transaction held it); that cycle retries it before it ends, else the next cycle does',
+      );
+    } finally {
+      await release();
+    }
+    expect(await cycle.result()).toMatchObject({ ownersBusy: 1, failedOwners: 0, remindersSent: 1 });
+    expect((await explain({ ownerUserId: held.ownerUserId }, RUNNING_DAY)).documents[0].verdict).toBe('reminded');
+    // A document added afterwards is due, and the cycle that claimed its owner in a retry is not said to have left it busy.
+    const [added] = await insertDocuments(stack.db.admin, RUNNING_DAY, [
+      { ownerUserId: held.ownerUserId, daysLeft: 3 },
+    ]);
+    const after = await explain({ documentId: added.id }, RUNNING_DAY);
+    expect(after.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'due',
+        why: expect.stringContaining(
+          `; cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId}, completed without leaving its owner busy or failed`,
+        ),
+      }),
+    ]);
+  });
+
   test('a due owner no cycle of the day has met is due, not busy: before any cycle, and for a document added after one', async () => {
     const [doc] = await insertDocuments(stack.db.admin, QUIET_DAY, [{ daysLeft: 5 }]);
     const before = await explain({ ownerUserId: doc.ownerUserId }, QUIET_DAY);
@@ -279,7 +315,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
         verdict: 'due',
         why:
           `due: the next cycle as of ${QUIET_DAY} reminds it at 7 days (3 days left); cycle ${cycle.workflowId}, ` +
-          `run ${cycle.firstExecutionRunId}, completed without meeting its owner busy or failing: the document became ` +
+          `run ${cycle.firstExecutionRunId}, completed without leaving its owner busy or failed: the document became ` +
           'due, or was added, after that cycle read it',
       }),
     ]);

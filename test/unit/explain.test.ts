@@ -109,7 +109,7 @@ describe('explainAfterCycles', () => {
   it('due, with what the newest cycle of the day was doing when it did not meet the owner', () => {
     const whyAfter = (status: string) => explainAfterCycles(due, { cycles: [cycle(status)] }, WINDOW.asOfDate).why;
     expect(whyAfter('COMPLETED')).toBe(
-      `${dueWhy}; cycle cycle-1, run run-1, completed without meeting its owner busy or failing: the document became due, or was added, after that cycle read it`,
+      `${dueWhy}; cycle cycle-1, run run-1, completed without leaving its owner busy or failed: the document became due, or was added, after that cycle read it`,
     );
     expect(whyAfter('RUNNING')).toBe(
       `${dueWhy}; cycle cycle-1, run run-1, is still running and may not have reached it yet`,
