@@ -10,7 +10,13 @@ import { partitionOfWorkflowId } from '../domain/cycle';
 import { addDays } from '../domain/dates';
 import type { CycleOfDay, DayHistory, OwnerMet } from '../domain/explain';
 import { WORKFLOW_TYPE } from '../domain/names';
-import { completedActivities, firstRunIdOf, runHistories, startedChildren } from '../temporal/histories';
+import {
+  endedActivities,
+  firstRunIdOf,
+  runHistories,
+  startedChildren,
+  type EndedActivity,
+} from '../temporal/histories';
 
 /** How many of the day's cycles, newest first, have their histories read (a day has one, or a few reruns). */
 const CYCLES_READ = 5;
@@ -44,22 +50,26 @@ function mayMeet(workflowId: string, documentIds: readonly string[]): boolean {
   return documentIds.some((id) => id >= from && (until === null || id < until));
 }
 
-/** What a claim activity's result says of an owner: nothing, busy, failed (with the error), or claimed. */
-function outcomeOf(
-  activity: { activityType: string; input: unknown; result: unknown },
+/**
+ * What a claim activity that ended says of an owner: nothing, busy or failed (with the error) as its result
+ * reports them, failed when the whole activity failed with the owner in its input, or claimed when its input
+ * names the owner and its result does not (a busy retry, or an owner group of a cycle that scans alone).
+ */
+export function ownerOutcome(
+  activity: Omit<EndedActivity, 'activityType' | 'activityId'>,
   ownerUserId: string,
 ): { outcome: 'busy' | 'failed' | 'claimed'; error?: string } | undefined {
-  const result = activity.result as { busyOwnerIds?: unknown; failed?: unknown } | null;
+  const input = activity.input as { ownerUserIds?: unknown } | null | undefined;
+  const named = Array.isArray(input?.ownerUserIds) && input.ownerUserIds.includes(ownerUserId);
+  if (activity.failure !== undefined) return named ? { outcome: 'failed', error: activity.failure } : undefined;
+  const result = activity.result as { busyOwnerIds?: unknown; failed?: unknown } | null | undefined;
   if (!result || !Array.isArray(result.busyOwnerIds) || !Array.isArray(result.failed)) return undefined;
   const failed = (result.failed as { ownerUserId?: unknown; error?: unknown }[]).find(
     (f) => f.ownerUserId === ownerUserId,
   );
   if (failed) return { outcome: 'failed', error: String(failed.error) };
   if ((result.busyOwnerIds as unknown[]).includes(ownerUserId)) return { outcome: 'busy' };
-  // A retry of busy owners names them in its input: one it no longer reports was claimed.
-  const input = activity.input as { ownerUserIds?: unknown } | null;
-  if (Array.isArray(input?.ownerUserIds) && input.ownerUserIds.includes(ownerUserId)) return { outcome: 'claimed' };
-  return undefined;
+  return named ? { outcome: 'claimed' } : undefined;
 }
 
 /**
@@ -85,8 +95,8 @@ async function ownerInCycle(
   for (const { workflowId, runs: chain } of workflows) {
     let last: OwnerMet | undefined;
     for (const { runId, history } of chain) {
-      for (const activity of completedActivities(history)) {
-        const seen = outcomeOf(activity, ownerUserId);
+      for (const activity of endedActivities(history)) {
+        const seen = ownerOutcome(activity, ownerUserId);
         if (!seen) continue;
         last =
           seen.outcome === 'claimed'

@@ -49,31 +49,38 @@ export function startedChildren(
     .sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }
 
-/** An activity a run completed: its type, its id, its input and its result, as the default JSON converter decodes them. */
-export interface CompletedActivity {
+/**
+ * An activity a run ended: its type, its id and its input, as the default JSON converter decodes them, and
+ * its result, or the message of its last failure when its retries ran out (failed or timed out).
+ */
+export interface EndedActivity {
   activityType: string;
   activityId: string;
   input: unknown;
-  result: unknown;
+  result?: unknown;
+  failure?: string;
 }
 
-/** The activities `history` completed, in the order they completed. */
-export function completedActivities(history: temporal.api.history.v1.IHistory): CompletedActivity[] {
-  const scheduled = new Map<string, Omit<CompletedActivity, 'result'>>();
-  const completed: CompletedActivity[] = [];
+/** The activities `history` ended, in the order they ended. */
+export function endedActivities(history: temporal.api.history.v1.IHistory): EndedActivity[] {
+  const scheduled = new Map<string, EndedActivity>();
+  const ended: EndedActivity[] = [];
   for (const e of history.events ?? []) {
     const s = e.activityTaskScheduledEventAttributes;
-    if (s)
+    if (s) {
       scheduled.set(String(e.eventId), {
         activityType: s.activityType?.name ?? '',
         activityId: s.activityId ?? '',
         input: decoded(s.input?.payloads?.[0]),
       });
-    const c = e.activityTaskCompletedEventAttributes;
-    const which = c && scheduled.get(String(c.scheduledEventId));
-    if (which) completed.push({ ...which, result: decoded(c.result?.payloads?.[0]) });
+    }
+    const completed = e.activityTaskCompletedEventAttributes;
+    const failed = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes;
+    const which = scheduled.get(String((completed ?? failed)?.scheduledEventId));
+    if (which && completed) ended.push({ ...which, result: decoded(completed.result?.payloads?.[0]) });
+    else if (which && failed) ended.push({ ...which, failure: failed.failure?.message ?? 'failed' });
   }
-  return completed;
+  return ended;
 }
 
 /** A payload as the default JSON converter decodes it; undefined for none. */
