@@ -2,7 +2,8 @@
  * `explain --owner <id> | --document <id> [--as-of <date>]`: why (not)? for one investor, read-only. The
  * documents, markers and the next cycle's due list are read as the worker (DATABASE_URL) in one snapshot;
  * the outbox rows as the relay (RELAY_DATABASE_URL, else DATABASE_URL), since the worker's role may only
- * insert them.
+ * insert them; and, when a document is due, the cycles of the day from Temporal (`explain-history.ts`), which
+ * alone know whether one of them left the owner busy or failed.
  */
 import { requireDatabaseUrl, type Config } from '../config';
 import type { CandidateWindow } from '../db/candidates';
