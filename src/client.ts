@@ -2,7 +2,7 @@
  * `npm run client -- <command>`: the operator's commands. Output is JSON on stdout (pipe it to jq);
  * errors go to stderr with a non-zero exit code.
  */
-import { Client, Connection, ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
+import { ScheduleNotFoundError, WorkflowFailedError, type Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { utcDate } from './domain/dates';
@@ -22,23 +22,9 @@ import {
   unpauseSchedule,
 } from './operations/schedule';
 import { backfillSchedule, cycleStartedBy, scheduleActionRuns, triggerSchedule } from './operations/schedule-runs';
-import { connectTemporal, temporalConnectionOptions, withTemporalPermission } from './temporal/connection';
+import { withTemporalClient as withClient } from './temporal/connection';
 import { EXIT_CODES, runMain, UnavailableError } from './run-main';
 import type { CycleWorkflow } from './workflows';
-
-/** Opens a client, runs `fn`, and always closes the connection. */
-async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
-  const temporalOptions = temporalConnectionOptions(config);
-  const connection = await connectTemporal(temporalOptions, (options) => Connection.connect(options));
-  try {
-    const { namespace } = config.temporal;
-    return await withTemporalPermission(temporalOptions, 'client', namespace, () =>
-      fn(new Client({ connection, namespace })),
-    );
-  } finally {
-    await connection.close();
-  }
-}
 
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -231,7 +217,8 @@ export function buildProgram(config: () => Config): Command {
     .description(
       'why (not)? for one investor: each document with its verdict as of a day, its markers and the cycles that ' +
         'wrote them, what the next cycle would send, and the outbox rows (read-only: the worker, DATABASE_URL; ' +
-        'the outbox as the relay, RELAY_DATABASE_URL)',
+        'the outbox as the relay, RELAY_DATABASE_URL); for a document still due, whether a cycle of the day met ' +
+        'its owner busy or failing (from Temporal: without it, the database answers alone)',
     )
     .option('--owner <id>', "the investor's id (owner_user_id)", ownerId)
     .option('--document <id>', "a document's id: its owner is explained, this document shown", documentId)

@@ -9,7 +9,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 export type History = temporal.api.history.v1.IHistory;
@@ -100,31 +99,4 @@ export function fixtureRunName(file: string): string {
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/**
- * The first run id of `workflowId`'s chain of runs (a partition's, say, whose handle the caller does not
- * hold), from the server's description of its current run.
- */
-export async function firstRunIdOf(client: Client, workflowId: string): Promise<string> {
-  const described = await client.workflow.getHandle(workflowId).describe();
-  return described.raw.workflowExecutionInfo?.firstRunId || described.runId;
-}
-
-/** The histories of every run of the cycle, first to last, following continue-as-new. */
-export async function runHistories(
-  client: Client,
-  handle: Pick<WorkflowHandleWithFirstExecutionRunId, 'workflowId' | 'firstExecutionRunId'>,
-): Promise<{ runId: string; history: temporal.api.history.v1.IHistory }[]> {
-  const runs: { runId: string; history: temporal.api.history.v1.IHistory }[] = [];
-  let runId: string | undefined = handle.firstExecutionRunId;
-  while (runId) {
-    const history: temporal.api.history.v1.IHistory = await client.workflow
-      .getHandle(handle.workflowId, runId)
-      .fetchHistory();
-    runs.push({ runId, history });
-    const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
-    runId = events[events.length - 1]?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-  }
-  return runs;
 }

@@ -15,7 +15,8 @@ import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { createLogger } from '../../src/observability/logger';
 import { createWorker } from '../../src/temporal/worker';
-import { fixtureFileName, historyToFixtureJSON, isScenarioFixture, runHistories, type History } from './fixtures';
+import { runHistories, startedChildren } from '../../src/temporal/histories';
+import { fixtureFileName, historyToFixtureJSON, isScenarioFixture, type History } from './fixtures';
 import { createMigratedDatabase } from '../stack/database';
 import { checkoutSource, type WorkerModules } from './checkout';
 import { dropTestTriggers, SCENARIOS, type Scenario } from './scenarios';
@@ -106,20 +107,6 @@ export async function recordHistories(options: RecordOptions): Promise<RecordedF
   } finally {
     for (const cleanup of cleanups) await cleanup().catch((err: Error) => log(`cleanup: ${err.message}`));
   }
-}
-
-/** The child workflows the runs started, by workflow id (`…/partition-1-of-2` first), with their first run ids. */
-function startedChildren(runs: { history: History }[]): { workflowId: string; firstExecutionRunId: string }[] {
-  return runs
-    .flatMap(({ history }) =>
-      (history.events ?? []).flatMap((e) => {
-        const started = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
-        return started?.workflowId && started.runId
-          ? [{ workflowId: started.workflowId, firstExecutionRunId: started.runId }]
-          : [];
-      }),
-    )
-    .sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }
 
 /** The scenarios `only` names (all when absent); an unknown name is refused before anything starts. */

@@ -127,6 +127,7 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
       address: temporal.profile.address ?? DEFAULT_TEMPORAL_ADDRESS,
       namespace: temporal.profile.namespace ?? 'default',
       taskQueue: v.TEMPORAL_TASK_QUEUE,
+      ...(v.TEMPORAL_UI_URL ? { uiUrl: v.TEMPORAL_UI_URL.replace(/\/+$/, '') } : {}),
       connection: temporal.profile,
     },
     cycle: {

@@ -50,6 +50,10 @@ export const schema = z.object({
   TEMPORAL_NAMESPACE: temporalNamespace.optional(),
   TEMPORAL_TASK_QUEUE: z.string().regex(/^\S+$/, 'expected a task queue name').default(TASK_QUEUE),
   TEMPORAL_TLS: boolText.optional(),
+  TEMPORAL_UI_URL: z
+    .string()
+    .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "expected the Web UI's address, e.g. http://127.0.0.1:8233")
+    .optional(),
   REMINDER_THRESHOLDS_DAYS: fromText(thresholdDays).default([30, 7, 1, 0]),
   REMINDER_BATCH_SIZE: fromText(wholeNumber(1, 10_000)).default(500),
   REMINDER_RETENTION_DAYS: fromText(wholeNumber(0, 36_500)).default(90),

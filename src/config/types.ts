@@ -20,6 +20,8 @@ export interface Config {
     address: string;
     namespace: string;
     taskQueue: string;
+    /** The Web UI's address, for links to a run (`explain`); without it, paths under the UI's address. */
+    uiUrl?: string;
     /** The connection profile (temporal.toml and `TEMPORAL_*`): API key, TLS, gRPC metadata. */
     connection: ClientConfigProfile;
   };

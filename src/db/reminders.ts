@@ -218,7 +218,7 @@ export function busyClaim(ownerUserId: string): OwnerClaim {
  * Takes the owner lock of each of `ownerUserIds` that no other transaction holds, without waiting.
  * @returns the owners now locked by the caller's transaction.
  */
-async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promise<string[]> {
+export async function lockOwners(db: Queryable, ownerUserIds: readonly string[]): Promise<string[]> {
   const { rows } = await db.query<{ owner_user_id: string }>(
     `select o.id as owner_user_id
        from unnest($1::uuid[]) as o(id)

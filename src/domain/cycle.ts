@@ -175,6 +175,12 @@ export function partitionWorkflowId(jobRunId: string, { index, count }: Partitio
   return `${jobRunId}/partition-${index + 1}-of-${count}`;
 }
 
+/** Which partition a workflow id of {@link partitionWorkflowId} names; undefined for any other id (a cycle's). */
+export function partitionOfWorkflowId(workflowId: string): PartitionRef | undefined {
+  const m = /\/partition-(\d+)-of-(\d+)$/.exec(workflowId);
+  return m ? { index: Number(m[1]) - 1, count: Number(m[2]) } : undefined;
+}
+
 /** Upper bound on a cycle's partitions: each is a child workflow with its own chain of pages. */
 export const MAX_PARTITIONS = 64;
 

@@ -35,7 +35,17 @@ export interface ExplainWindow {
   pruneCutoff: string | null;
 }
 
-type Verdict = 'deleted' | 'inactive' | 'no-expiry' | 'not-due' | 'past-retention' | 'pruned' | 'reminded' | 'due';
+type Verdict =
+  | 'deleted'
+  | 'inactive'
+  | 'no-expiry'
+  | 'not-due'
+  | 'past-retention'
+  | 'pruned'
+  | 'reminded'
+  | 'due'
+  | 'waiting'
+  | 'failed';
 
 /** What `explain` says of one document. */
 export interface DocumentExplanation extends ExplainedDocumentInput {
@@ -105,6 +115,84 @@ export function explainDocument(
     'due',
     `due: the next cycle as of ${window.asOfDate} reminds it at ${currentThreshold} days (${daysLeft < 0 ? `expired ${-daysLeft} days ago` : `${daysLeft} days left`})`,
   );
+}
+
+/** A cycle as of the day explained, as Temporal lists it. */
+export interface CycleOfDay {
+  workflowId: string;
+  /** Its latest run (a cycle that continued as new has several). */
+  runId: string;
+  /** Temporal's execution status: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT. */
+  status: string;
+  /** The run's page in the Web UI: a link under TEMPORAL_UI_URL, or without it a path under the UI's address. */
+  webUi: string;
+}
+
+/** Where a cycle of the day met the owner and did not claim it: the activity whose result names the owner. */
+export interface OwnerMet {
+  cycle: CycleOfDay;
+  /** `busy`: another transaction held the owner's lock; `failed`: its claim failed for good. */
+  outcome: 'busy' | 'failed';
+  /** The claim's error, for `failed`. */
+  error?: string;
+  /** The workflow (the cycle, or one of its partitions), run and activity whose result named the owner. */
+  seenIn: { workflowId: string; runId: string; activityType: string; activityId: string; webUi: string };
+}
+
+/** What the histories of the day's cycles say of the owner, or why they were not read. */
+export type DayHistory = { cycles: CycleOfDay[]; met?: OwnerMet } | { unavailable: string };
+
+/**
+ * A document the database has due (no marker at its current threshold) read against the day's cycles: a
+ * cycle that met its owner busy or failing makes it `waiting` or `failed` (the next cycle retries); a cycle
+ * that ran without meeting it, or a history that could not be read, is said after the due verdict. Any other
+ * verdict is returned as it is: the database alone decides those.
+ */
+export function explainAfterCycles(
+  doc: DocumentExplanation,
+  day: DayHistory,
+  asOfDate: string,
+): DocumentExplanation & { metInCycle?: OwnerMet } {
+  if (doc.verdict !== 'due') return doc;
+  if ('unavailable' in day) {
+    return {
+      ...doc,
+      why:
+        `${doc.why}; whether a cycle as of ${asOfDate} already met its owner busy or failing is in Temporal's ` +
+        `history, not read: ${day.unavailable}`,
+    };
+  }
+  const { met, cycles } = day;
+  if (met) {
+    const cycle = `cycle ${met.cycle.workflowId}, run ${met.cycle.runId}`;
+    return met.outcome === 'busy'
+      ? {
+          ...doc,
+          verdict: 'waiting',
+          why:
+            `waiting: the owner was busy in ${cycle} (another transaction held it); ` +
+            (met.cycle.status === 'RUNNING'
+              ? 'that cycle retries it before it ends, else the next cycle does'
+              : 'the next cycle retries'),
+          metInCycle: met,
+        }
+      : {
+          ...doc,
+          verdict: 'failed',
+          why: `failed in ${cycle}: ${met.error ?? 'no error kept'}; the next cycle retries`,
+          metInCycle: met,
+        };
+  }
+  const latest = cycles[0];
+  if (!latest) return doc;
+  const cycle = `cycle ${latest.workflowId}, run ${latest.runId},`;
+  const ran =
+    latest.status === 'COMPLETED'
+      ? `${cycle} completed without leaving its owner busy or failed: the document became due, or was added, after that cycle read it`
+      : latest.status === 'RUNNING'
+        ? `${cycle} is still running and may not have reached it yet`
+        : `${cycle} ended ${latest.status} and may not have reached it`;
+  return { ...doc, why: `${doc.why}; ${ran}` };
 }
 
 /** `n days`, or `1 day`. */

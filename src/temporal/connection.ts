@@ -6,7 +6,8 @@ import { X509Certificate } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { toClientOptions, type ClientConfigProfile } from '@temporalio/envconfig';
-import type { TLSConfig } from '@temporalio/client';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import type { Config } from '../config';
 import { ConfigError } from '../config/errors';
 import { UnavailableError } from '../unavailable';
 import { errorOf } from '../domain/failures';
@@ -240,5 +241,28 @@ export async function withTemporalPermission<T>(
         `server grants that (on the production profile: ${profileCert}; the grants are in ops/temporal/identities.yaml). ` +
         `(${denial.message.split('\n')[0]})`,
     ]);
+  }
+}
+
+/**
+ * Opens a client as `config` says, runs `fn`, and always closes the connection. `connectTimeoutMs` bounds
+ * the wait for an unreachable frontend (the SDK's default is 10 s).
+ */
+export async function withTemporalClient<T>(
+  config: Pick<Config, 'temporal'>,
+  fn: (client: Client) => Promise<T>,
+  options: { connectTimeoutMs?: number } = {},
+): Promise<T> {
+  const temporalOptions = temporalConnectionOptions(config);
+  const connection = await connectTemporal(temporalOptions, (o) =>
+    Connection.connect({ ...o, ...(options.connectTimeoutMs ? { connectTimeout: options.connectTimeoutMs } : {}) }),
+  );
+  try {
+    const { namespace } = config.temporal;
+    return await withTemporalPermission(temporalOptions, 'client', namespace, () =>
+      fn(new Client({ connection, namespace })),
+    );
+  } finally {
+    await connection.close();
   }
 }

@@ -8,7 +8,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/dates';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
-import { insertDocuments, markers, outbox } from '../support/data';
+import { holdOwnerLock, insertDocuments, markers, outbox } from '../support/data';
 import { historyBytes } from '../support/history';
 import { testConfig, testCycleSettings, type TestWorker } from '../support/stack';
 import { waitFor } from '../support/wait';
@@ -171,20 +171,7 @@ describe('a run cannot undo the ledger', () => {
 });
 
 describe('a busy owner is retried, never dropped for the day', () => {
-  /** Holds the owner's advisory lock in a transaction of its own, as an orphaned backend would. */
-  async function holdOwner(ownerUserId: string) {
-    const client = await stack.db.worker.connect();
-    await client.query('begin');
-    await client.query(
-      `select pg_advisory_xact_lock((('x' || left(h, 16))::bit(64) # ('x' || right(h, 16))::bit(64))::bigint)
-         from (select replace($1::text, '-', '') as h) k`,
-      [ownerUserId],
-    );
-    return async () => {
-      await client.query('rollback');
-      client.release();
-    };
-  }
+  const holdOwner = (ownerUserId: string) => holdOwnerLock(stack.db.worker, ownerUserId);
 
   test('an owner locked by another transaction at its turn is retried later in the cycle and reminded', async () => {
     w = await stack.startWorker();

@@ -1,24 +1,41 @@
 /**
  * `explain` (issue 30, item 1) on the real stack: the seed's world, a cycle run through Temporal and the
  * relay, then one investor explained — each verdict, the markers with the cycle that wrote them, what the
- * next cycle would send, and the outbox rows.
+ * next cycle would send, the outbox rows, and for a document still due after a cycle of its day, what that
+ * cycle's history says (the owner busy, or failed) or why it was not read.
  */
 import crypto from 'node:crypto';
 import { explainCommand, explanationText, type Explanation } from '../../src/operations/explain';
 import { addDays } from '../../src/domain/dates';
-import { insertDocuments } from '../support/data';
+import { holdOwnerLock, insertDocuments, rejectOwner } from '../support/data';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
 import { stackBrokers, testRelay } from '../support/relay';
 import { waitFor } from '../support/wait';
 
 const AS_OF_DATE = '2026-09-02';
-const stack = useIntegration('explain', { worker: 'file', relayPoolSize: 2 });
+// A 1 s idle-in-transaction timeout: an owner still held after a cycle's page gets 2 × 1 s + 10 s of retries.
+const stack = useIntegration('explain', {
+  worker: 'file',
+  relayPoolSize: 2,
+  config: () => testConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '1s' }),
+});
 
-const explain = (target: { ownerUserId: string } | { documentId: string }, asOfDate = AS_OF_DATE) =>
-  explainCommand(testConfig({ DATABASE_URL: stack.db.workerUrl, RELAY_DATABASE_URL: stack.db.relayUrl }), target, {
-    asOfDate,
-  });
+const explain = (
+  target: { ownerUserId: string } | { documentId: string },
+  asOfDate = AS_OF_DATE,
+  overrides: Record<string, string> = {},
+) =>
+  explainCommand(
+    testConfig({
+      DATABASE_URL: stack.db.workerUrl,
+      RELAY_DATABASE_URL: stack.db.relayUrl,
+      TEMPORAL_TASK_QUEUE: stack.worker.taskQueue,
+      ...overrides,
+    }),
+    target,
+    { asOfDate },
+  );
 
 const verdicts = (e: Explanation) => Object.fromEntries(e.documents.map((d) => [d.numberMask, [d.verdict, d.why]]));
 
@@ -125,4 +142,204 @@ test('an unknown owner has no documents; an unknown document says so', async () 
   const none = await explain({ documentId: crypto.randomUUID() });
   expect(none.ownerUserId).toBeNull();
   expect(explanationText(none)).toBe('No such document.\n');
+});
+
+describe("a document still due after a cycle of its day: what that cycle's history says", () => {
+  // Each test its own day, so that no other test's cycle is a cycle of that day.
+  const BUSY_DAY = '2026-09-10';
+  const FAILED_DAY = '2026-09-11';
+  const QUIET_DAY = '2026-09-12';
+  const UNREACHABLE_DAY = '2026-09-13';
+  const RUNNING_DAY = '2026-09-14';
+
+  test('an owner another transaction held through a cycle is waiting, named by that cycle; released, the next cycle reminds it', async () => {
+    const [held, other] = await insertDocuments(stack.db.admin, BUSY_DAY, [{ daysLeft: 5 }, { daysLeft: 6 }]);
+    const release = await holdOwnerLock(stack.db.worker, held.ownerUserId);
+    let first: Awaited<ReturnType<typeof stack.startCycle>>;
+    try {
+      first = await stack.startCycle({ asOf: BUSY_DAY });
+      expect(await first.result()).toMatchObject({ ownersBusy: 1, failedOwners: 1, remindersSent: 1 });
+    } finally {
+      await release();
+    }
+    const run = first.firstExecutionRunId;
+    const waiting = await explain({ ownerUserId: held.ownerUserId }, BUSY_DAY, {
+      TEMPORAL_UI_URL: 'http://127.0.0.1:8233/',
+    });
+    expect(waiting.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'waiting',
+        why: `waiting: the owner was busy in cycle ${first.workflowId}, run ${run} (another transaction held it); the next cycle retries`,
+        metInCycle: {
+          cycle: {
+            workflowId: first.workflowId,
+            runId: run,
+            status: 'COMPLETED',
+            webUi: `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
+          },
+          outcome: 'busy',
+          // The busy retries' last group, after the page's own.
+          seenIn: expect.objectContaining({ workflowId: first.workflowId, runId: run, activityType: 'remindOwners' }),
+        },
+      }),
+    ]);
+    expect(waiting.nextCycle).toEqual([expect.objectContaining({ documentId: held.id, thresholdDays: 7 })]);
+    const text = explanationText(waiting);
+    expect(text).toContain(`  seen busy in remindOwners `);
+    expect(text).toContain(
+      `  Web UI: http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
+    );
+    expect(text).toContain(`Cycles as of this day: ${first.workflowId} run ${run}, COMPLETED`);
+    // The owner claimed in the same cycle is reminded by it, not waiting.
+    expect((await explain({ ownerUserId: other.ownerUserId }, BUSY_DAY)).documents[0].verdict).toBe('reminded');
+
+    // Released, the next cycle of the day reminds it, and explain names that cycle, not the first.
+    const second = await stack.startCycle({ asOf: BUSY_DAY });
+    expect(await second.result()).toMatchObject({ ownersBusy: 0, remindersSent: 1 });
+    const reminded = await explain({ ownerUserId: held.ownerUserId }, BUSY_DAY);
+    expect(reminded.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'reminded',
+        why: `reminded at 7 days on ${BUSY_DAY} by run ${second.firstExecutionRunId}; the next reminder is at 1 day`,
+        remindedBy: [{ workflowId: second.workflowId, eventId: expect.any(String) }],
+      }),
+    ]);
+    expect(reminded.documents[0]).not.toHaveProperty('metInCycle');
+  });
+
+  test("in a partitioned cycle: an owner whose claim failed for good is 'failed' with the error, one held through it 'waiting', each with its partition", async () => {
+    const [bad, good, held] = await insertDocuments(stack.db.admin, FAILED_DAY, [
+      { daysLeft: 5 },
+      { daysLeft: 6 },
+      { daysLeft: 4 },
+    ]);
+    const undo = await rejectOwner(stack.db.admin, bad.ownerUserId);
+    const release = await holdOwnerLock(stack.db.worker, held.ownerUserId);
+    let cycle: Awaited<ReturnType<typeof stack.startCycle>>;
+    try {
+      cycle = await stack.startCycle({ asOf: FAILED_DAY, partitions: 2 });
+      expect(await cycle.result()).toMatchObject({ partitions: 2, ownersBusy: 1, failedOwners: 2, remindersSent: 1 });
+    } finally {
+      await undo();
+      await release();
+    }
+    const partition = expect.stringMatching(new RegExp(`^${cycle.workflowId}/partition-[12]-of-2$`));
+    const e = await explain({ documentId: bad.id }, FAILED_DAY);
+    expect(e.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'failed',
+        why: expect.stringMatching(
+          new RegExp(
+            `^failed in cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId}: .*rejected for the test.*; the next cycle retries$`,
+          ),
+        ),
+        metInCycle: expect.objectContaining({
+          outcome: 'failed',
+          seenIn: expect.objectContaining({ workflowId: partition, activityType: 'claimPage' }),
+        }),
+      }),
+    ]);
+    // Found busy by the page's claim (twice), then by the partition's busy retries until their window closed.
+    expect((await explain({ documentId: held.id }, FAILED_DAY)).documents).toEqual([
+      expect.objectContaining({
+        verdict: 'waiting',
+        metInCycle: expect.objectContaining({
+          outcome: 'busy',
+          seenIn: expect.objectContaining({
+            workflowId: partition,
+            activityType: 'remindOwners',
+            // Without TEMPORAL_UI_URL, the page's path under the Web UI's address.
+            webUi: expect.stringMatching(
+              /^\/namespaces\/default\/workflows\/[^/]+%2Fpartition-[12]-of-2\/[0-9a-f-]{36}\/history$/,
+            ),
+          }),
+        }),
+      }),
+    ]);
+    expect((await explain({ ownerUserId: good.ownerUserId }, FAILED_DAY)).documents[0].verdict).toBe('reminded');
+  });
+
+  test('while the cycle runs, an owner it found busy is waiting on that cycle; claimed by its retry, it is no longer named', async () => {
+    const [held] = await insertDocuments(stack.db.admin, RUNNING_DAY, [{ daysLeft: 5 }]);
+    const release = await holdOwnerLock(stack.db.worker, held.ownerUserId);
+    let cycle: Awaited<ReturnType<typeof stack.startCycle>>;
+    try {
+      cycle = await stack.startCycle({ asOf: RUNNING_DAY });
+      let seen: Explanation | undefined;
+      await waitFor(async () => {
+        seen = await explain({ ownerUserId: held.ownerUserId }, RUNNING_DAY);
+        return seen.documents[0].verdict === 'waiting';
+      }, 10_000);
+      expect(seen!.documents[0].why).toBe(
+        `waiting: the owner was busy in cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId} (another ` +
+          'transaction held it); that cycle retries it before it ends, else the next cycle does',
+      );
+    } finally {
+      await release();
+    }
+    expect(await cycle.result()).toMatchObject({ ownersBusy: 1, failedOwners: 0, remindersSent: 1 });
+    expect((await explain({ ownerUserId: held.ownerUserId }, RUNNING_DAY)).documents[0].verdict).toBe('reminded');
+    // A document added afterwards is due, and the cycle that claimed its owner in a retry is not said to have left it busy.
+    const [added] = await insertDocuments(stack.db.admin, RUNNING_DAY, [
+      { ownerUserId: held.ownerUserId, daysLeft: 3 },
+    ]);
+    const after = await explain({ documentId: added.id }, RUNNING_DAY);
+    expect(after.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'due',
+        why: expect.stringContaining(
+          `; cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId}, completed without leaving its owner busy or failed`,
+        ),
+      }),
+    ]);
+  });
+
+  test('a due owner no cycle of the day has met is due, not busy: before any cycle, and for a document added after one', async () => {
+    const [doc] = await insertDocuments(stack.db.admin, QUIET_DAY, [{ daysLeft: 5 }]);
+    const before = await explain({ ownerUserId: doc.ownerUserId }, QUIET_DAY);
+    expect(before.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'due',
+        why: `due: the next cycle as of ${QUIET_DAY} reminds it at 7 days (5 days left)`,
+      }),
+    ]);
+    expect(before.cyclesOfDay).toEqual({ cycles: [] });
+    expect(explanationText(before)).toContain('Cycles as of this day: none found');
+
+    const cycle = await stack.startCycle({ asOf: QUIET_DAY });
+    await cycle.result();
+    const [added] = await insertDocuments(stack.db.admin, QUIET_DAY, [{ ownerUserId: doc.ownerUserId, daysLeft: 3 }]);
+    const after = await explain({ documentId: added.id }, QUIET_DAY);
+    expect(after.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'due',
+        why:
+          `due: the next cycle as of ${QUIET_DAY} reminds it at 7 days (3 days left); cycle ${cycle.workflowId}, ` +
+          `run ${cycle.firstExecutionRunId}, completed without leaving its owner busy or failed: the document became ` +
+          'due, or was added, after that cycle read it',
+      }),
+    ]);
+  });
+
+  test('with Temporal unreachable the database still answers, and says the history was not read', async () => {
+    const [doc] = await insertDocuments(stack.db.admin, UNREACHABLE_DAY, [{ daysLeft: 5 }]);
+    const started = Date.now();
+    const e = await explain({ ownerUserId: doc.ownerUserId }, UNREACHABLE_DAY, { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(e.cyclesOfDay).toEqual({ unavailable: expect.any(String) });
+    expect(e.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'due',
+        why: expect.stringMatching(
+          new RegExp(
+            `^due: the next cycle as of ${UNREACHABLE_DAY} reminds it at 7 days \\(5 days left\\); whether a cycle as of ` +
+              `${UNREACHABLE_DAY} already met its owner busy or failing is in Temporal's history, not read: .+`,
+          ),
+        ),
+      }),
+    ]);
+    expect(e.nextCycle).toEqual([expect.objectContaining({ documentId: doc.id, thresholdDays: 7 })]);
+    expect(e.events).toEqual([]);
+    expect(explanationText(e)).toMatch(/Cycles as of this day: history not read \(.+\)\./);
+  });
 });

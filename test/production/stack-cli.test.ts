@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config';
 import { partitionWorkflowId, type CycleResult } from '../../src/domain/cycle';
 import { OWNER_ACTIVITIES, TASK_QUEUE } from '../../src/domain/names';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
-import { firstRunIdOf, runHistories } from '../../scripts/record-histories/fixtures';
+import { firstRunIdOf, runHistories } from '../../src/temporal/histories';
 import { STACK_DATABASE } from '../../scripts/stack/database';
 import { insertDocuments, outbox } from '../support/data';
 import { EXPORT_LINE, runStackCli, useStateDir } from '../support/stack-cli';

@@ -1,10 +1,26 @@
 /** Seeding and reading the three tables the way a person checking the job would. */
 import crypto from 'node:crypto';
+import type pg from 'pg';
 import type { Queryable } from '../../src/db/pool';
+import { lockOwners } from '../../src/db/reminders';
 import type { OutboxMessage } from '../../src/db/outbox';
 import { insertDocuments } from '../../scripts/stack/documents';
 
 export { insertDocuments, rejectOwner } from '../../scripts/stack/documents';
+
+/**
+ * Holds the owner's advisory lock (the claimers' own lock) in a transaction of its own, as an orphaned
+ * backend or another cycle's claim would; every claim finds the owner busy until the returned release.
+ */
+export async function holdOwnerLock(pool: pg.Pool, ownerUserId: string): Promise<() => Promise<void>> {
+  const client = await pool.connect();
+  await client.query('begin');
+  if ((await lockOwners(client, [ownerUserId])).length !== 1) throw new Error(`owner ${ownerUserId} is held already`);
+  return async () => {
+    await client.query('rollback');
+    client.release();
+  };
+}
 
 /**
  * `n` new owners, each with a document 7 days and one 25 days from `asOfDate` (both due; in scan order

@@ -107,6 +107,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: '0' }).cycle.busyRetryWindowMs).toBe(600_000);
   });
 
+  it('reads TEMPORAL_UI_URL without its trailing slash, and refuses what is not an http(s) address', () => {
+    expect(loadConfig({}).temporal.uiUrl).toBeUndefined();
+    expect(loadConfig({ TEMPORAL_UI_URL: 'https://temporal.example.com/ui/' }).temporal.uiUrl).toBe(
+      'https://temporal.example.com/ui',
+    );
+    expect(configError({ TEMPORAL_UI_URL: '127.0.0.1:8233' }).problems).toEqual([
+      expect.stringMatching(/^TEMPORAL_UI_URL.*expected the Web UI's address/),
+    ]);
+  });
+
   it('reports every bad variable at once', () => {
     const err = configError({
       REMINDER_THRESHOLDS_DAYS: '7,30',

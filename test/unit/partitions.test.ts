@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { idRanges } from '../../src/db/candidates';
-import { MAX_PARTITIONS, partitionCount } from '../../src/domain/cycle';
+import { MAX_PARTITIONS, partitionCount, partitionOfWorkflowId, partitionWorkflowId } from '../../src/domain/cycle';
 import { mulberry32 } from '../../scripts/faults/model';
 
 describe('partitionCount', () => {
@@ -55,5 +55,21 @@ describe('idRanges', () => {
       const holders = idRanges(count).filter(([from, until]) => id >= from && (until === null || id < until));
       expect(holders).toHaveLength(1);
     }
+  });
+});
+
+describe('partitionOfWorkflowId', () => {
+  it("reads back the partition a partition's workflow id names, and nothing from a cycle's", () => {
+    for (const count of [1, 2, 8, MAX_PARTITIONS]) {
+      for (let index = 0; index < count; index += 1) {
+        expect(
+          partitionOfWorkflowId(partitionWorkflowId('document-expiry-reminder-2026-09-02T03:00:00Z', { index, count })),
+        ).toEqual({
+          index,
+          count,
+        });
+      }
+    }
+    expect(partitionOfWorkflowId('manual-2026-09-02-a1b2c3')).toBeUndefined();
   });
 });

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { temporal as proto } from '@temporalio/proto';
 import { partitionWorkflowId } from '../../../src/domain/cycle';
 import { OWNER_ACTIVITIES, WORKFLOW_TYPE } from '../../../src/domain/names';
-import { firstRunIdOf, runHistories } from '../../../scripts/record-histories/fixtures';
+import { firstRunIdOf, runHistories } from '../../../src/temporal/histories';
 import type { CycleWorkflow } from '../../../src/workflows';
 import {
   cpuDelta,

@@ -18,7 +18,7 @@ import { createTracing } from '../../../src/observability/tracing';
 import { buildWorkflowBundle } from '../../../src/temporal/workflow-bundle';
 import { WORKFLOWS_PATH, workflowSideOptions } from '../../../src/temporal/worker';
 import type { CycleWorkflow } from '../../../src/workflows';
-import { runHistories } from '../../../scripts/record-histories/fixtures';
+import { runHistories } from '../../../src/temporal/histories';
 import { waitFor } from '../../support/wait';
 import { stubActivities, stubDefaults, type CycleScript, type StubCall } from './stub-activities';
 import { errorOf } from '../../../src/domain/failures';

@@ -1,0 +1,156 @@
+/**
+ * What only Temporal's history knows for `explain`: the cycles as of a day, and whether one of them met an
+ * owner busy (another transaction held its lock) or failing. A claim returns such owners by id
+ * (`busyOwnerIds`, `failed`) in the result of its `claimPage` or `remindOwners` activity, the only place an
+ * owner id is kept once the cycle ended (its scan positions are deleted by its prune). Read-only.
+ */
+import type { Client } from '@temporalio/client';
+import { idRanges } from '../db/candidates';
+import { partitionOfWorkflowId } from '../domain/cycle';
+import { addDays } from '../domain/dates';
+import type { CycleOfDay, DayHistory, OwnerMet } from '../domain/explain';
+import { WORKFLOW_TYPE } from '../domain/names';
+import {
+  endedActivities,
+  firstRunIdOf,
+  runHistories,
+  startedChildren,
+  type EndedActivity,
+} from '../temporal/histories';
+
+/** How many of the day's cycles, newest first, have their histories read (a day has one, or a few reruns). */
+const CYCLES_READ = 5;
+
+/** Where the Web UI shows a run: a link under `uiUrl` (TEMPORAL_UI_URL), or without it the path under the UI's address. */
+type WebUi = (workflowId: string, runId: string) => string;
+
+function webUiOf(uiUrl: string | undefined, namespace: string): WebUi {
+  return (workflowId, runId) =>
+    `${uiUrl ?? ''}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+}
+
+/** The visibility query for the cycles on `taskQueue` as of `asOfDate` (their ReminderAsOf falls on that day). */
+function cyclesOfDayQuery(taskQueue: string, asOfDate: string): string {
+  return (
+    `WorkflowType = ${JSON.stringify(WORKFLOW_TYPE)} AND TaskQueue = ${JSON.stringify(taskQueue)} ` +
+    `AND ExecutionStatus != "ContinuedAsNew" ` +
+    `AND ReminderAsOf >= "${asOfDate}T00:00:00Z" AND ReminderAsOf < "${addDays(asOfDate, 1)}T00:00:00Z"`
+  );
+}
+
+/**
+ * Whether a partition (`<cycle id>/partition-<i>-of-<K>`) scans one of `documentIds`: only such a partition
+ * pages the owner, since each scans one id range. Any other workflow (the cycle itself) may.
+ */
+function mayMeet(workflowId: string, documentIds: readonly string[]): boolean {
+  const partition = partitionOfWorkflowId(workflowId);
+  const range = partition && idRanges(partition.count)[partition.index];
+  if (!range) return true;
+  const [from, until] = range;
+  return documentIds.some((id) => id >= from && (until === null || id < until));
+}
+
+/**
+ * What a claim activity that ended says of an owner: nothing, busy or failed (with the error) as its result
+ * reports them, failed when the whole activity failed with the owner in its input, or claimed when its input
+ * names the owner and its result does not (a busy retry, or an owner group of a cycle that scans alone).
+ */
+export function ownerOutcome(
+  activity: Omit<EndedActivity, 'activityType' | 'activityId'>,
+  ownerUserId: string,
+): { outcome: 'busy' | 'failed' | 'claimed'; error?: string } | undefined {
+  const input = activity.input as { ownerUserIds?: unknown } | null | undefined;
+  const named = Array.isArray(input?.ownerUserIds) && input.ownerUserIds.includes(ownerUserId);
+  if (activity.failure !== undefined) return named ? { outcome: 'failed', error: activity.failure } : undefined;
+  const result = activity.result as { busyOwnerIds?: unknown; failed?: unknown } | null | undefined;
+  if (!result || !Array.isArray(result.busyOwnerIds) || !Array.isArray(result.failed)) return undefined;
+  const failed = (result.failed as { ownerUserId?: unknown; error?: unknown }[]).find(
+    (f) => f.ownerUserId === ownerUserId,
+  );
+  if (failed) return { outcome: 'failed', error: String(failed.error) };
+  if ((result.busyOwnerIds as unknown[]).includes(ownerUserId)) return { outcome: 'busy' };
+  return named ? { outcome: 'claimed' } : undefined;
+}
+
+/**
+ * Where the cycle (its own runs and its partitions') last met the owner without claiming it; a failure
+ * outweighs a busy owner (a retry that failed for good), and an owner a later retry claimed was not left.
+ */
+async function ownerInCycle(
+  client: Client,
+  webUi: WebUi,
+  cycle: CycleOfDay,
+  owner: { ownerUserId: string; documentIds: readonly string[] },
+): Promise<OwnerMet | undefined> {
+  const { ownerUserId } = owner;
+  const runs = await runHistories(client, {
+    workflowId: cycle.workflowId,
+    firstExecutionRunId: await firstRunIdOf(client, cycle.workflowId),
+  });
+  const workflows = [{ workflowId: cycle.workflowId, runs }];
+  for (const child of startedChildren(runs).filter((c) => mayMeet(c.workflowId, owner.documentIds))) {
+    workflows.push({ workflowId: child.workflowId, runs: await runHistories(client, child) });
+  }
+  let met: OwnerMet | undefined;
+  for (const { workflowId, runs: chain } of workflows) {
+    let last: OwnerMet | undefined;
+    for (const { runId, history } of chain) {
+      for (const activity of endedActivities(history)) {
+        const seen = ownerOutcome(activity, ownerUserId);
+        if (!seen) continue;
+        last =
+          seen.outcome === 'claimed'
+            ? undefined
+            : {
+                cycle,
+                outcome: seen.outcome,
+                ...(seen.error !== undefined ? { error: seen.error } : {}),
+                seenIn: {
+                  workflowId,
+                  runId,
+                  activityType: activity.activityType,
+                  activityId: activity.activityId,
+                  webUi: webUi(workflowId, runId),
+                },
+              };
+      }
+    }
+    if (last && (!met || last.outcome === 'failed')) met = last;
+  }
+  return met;
+}
+
+/**
+ * The cycles on `taskQueue` as of `asOfDate`, newest first, and where the newest that met the owner
+ * without claiming it did so. Visibility is eventually consistent: a cycle that ended a moment ago may
+ * still be listed as running.
+ */
+export async function ownerInCyclesOfDay(
+  client: Client,
+  options: {
+    taskQueue: string;
+    asOfDate: string;
+    ownerUserId: string;
+    /** The owner's documents due now: only the partitions that scan one of them are read. */
+    documentIds: readonly string[];
+    uiUrl?: string;
+  },
+): Promise<Extract<DayHistory, { cycles: unknown }>> {
+  const webUi = webUiOf(options.uiUrl, client.options.namespace);
+  const cycles: (CycleOfDay & { startTime: number })[] = [];
+  for await (const wf of client.workflow.list({ query: cyclesOfDayQuery(options.taskQueue, options.asOfDate) })) {
+    cycles.push({
+      workflowId: wf.workflowId,
+      runId: wf.runId,
+      status: wf.status.name,
+      webUi: webUi(wf.workflowId, wf.runId),
+      startTime: wf.startTime.getTime(),
+    });
+  }
+  const newest = cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
+  for (const cycle of newest.slice(0, CYCLES_READ)) {
+    const met = await ownerInCycle(client, webUi, cycle, options);
+    if (met) return { cycles: newest, met };
+  }
+  return { cycles: newest };
+}
