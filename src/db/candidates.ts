@@ -25,9 +25,9 @@ export interface CandidateRow {
  * The current-threshold expression, min{t : DaysLeft <= t}, over the `$thresholds` and `$asOfDate`
  * parameters; shared by the scan and the owner statement so both agree on what "due" means.
  * `width_bucket(DaysLeft − 1, ascending)` counts the thresholds below DaysLeft, so the next one is the
- * smallest t ≥ DaysLeft (null when DaysLeft is above them all). The sorted array is an uncorrelated
- * subquery, computed once per statement: per document this is two array lookups, where a correlated
- * `min(t)` over `unnest` was a subplan per row (bench/REPORT-HISTORY.md, "Making it fast", experiment 7).
+ * smallest t ≥ DaysLeft (null when DaysLeft is above them all). The sorted array is an uncorrelated subquery
+ * computed once per statement, so a document costs two array lookups
+ * (bench/REPORT-HISTORY.md#7-the-idle-day-the-current-threshold-expression-and-the-page-scanned-in-slices).
  */
 export const currentThresholdSql = (doc: string, asOfDate: string, thresholds: string) => {
   const ascending = `(select array_agg(t order by t) from unnest(${thresholds}::int[]) as t)`;
@@ -66,10 +66,9 @@ const inWindowSql = (doc: string, asOfDate: string, thresholds: string, retentio
 
 /**
  * {@link inWindowSql} for a statement that reaches documents by owner (the claim): the same rows, the
- * bounds written on days left (`expires_at − AsOfDate`), which no index serves. With indexable bounds
- * whose values are subqueries the planner guessed the window selective and, for large groups, read the
- * whole window through the expires_at index instead of each owner's few documents (bench/REPORT-HISTORY.md,
- * "The owner statement's plan").
+ * bounds written on days left (`expires_at − AsOfDate`), which no index serves, so the planner reaches each
+ * owner's few documents by the owner index, never the whole window
+ * (bench/REPORT-HISTORY.md#the-owner-statements-plan-issue-22-measured-2026-12-04-explain-on-the-working-tree-of-4ed5e9d).
  */
 export const ownerInWindowSql = (doc: string, asOfDate: string, thresholds: string, retentionDays: string) =>
   activeDocumentSql(doc, [
@@ -127,9 +126,8 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /**
  * The page statement: {@link dueDocumentSql} with the window's bounds as date parameters (`$1` from,
  * `$2` to, `$3` AsOfDate, `$4` thresholds), after the keyset `($5, $6)`, ids in `[$8, $9)`, `$7` rows.
- * The bounds are constants, not subqueries, so the planner estimates the window's rows: with subquery
- * bounds it guessed a third of the table per bound and read and sorted every remaining due document
- * of the window for each page (bench/REPORT-HISTORY.md, "The page plan").
+ * The bounds are constants, not subqueries, so the planner estimates the window's rows
+ * (bench/REPORT-HISTORY.md#the-page-plan-issue-22-history-measured-2026-12-04-on-7d302e2).
  */
 export const CANDIDATE_PAGE_SQL = `select d.id, d.owner_user_id, d.expires_at
        from profile.person_documents d
@@ -174,7 +172,7 @@ function inPagePlan<T>(db: Queryable, fn: (q: Queryable) => Promise<T>): Promise
 /**
  * Where a page starts: after `cursor`, or for the first page just below the window, not at -infinity: the
  * keyset bound is what the index scan starts from, and from -infinity it reads every index entry below the
- * window (bench/REPORT-HISTORY.md, "The idle cycle").
+ * window (bench/REPORT-HISTORY.md#the-idle-cycle).
  */
 export function scanStart(bounds: ScanBounds, cursor: PageCursor | null): PageCursor {
   return cursor ?? { expiresAt: addDays(bounds.from, -1), id: NIL_UUID };
