@@ -13,13 +13,13 @@ import type { ActivityDeps } from './deps';
 import { createOwnerClaims } from './owner-groups';
 import { createPageClaims } from './page-claims';
 
+import type { RecordedPageOwners } from '../domain/cycle';
+
 export type { ActivityDeps } from './deps';
 export type { RemindOwnersInput, RemindOwnersResult } from './owner-groups';
 export type { ClaimPageInput, ClaimPageResult } from './page-claims';
 
-export interface CandidatePage {
-  /** Distinct owners of the page's documents, in scan order. */
-  ownerIds: string[];
+export interface CandidatePage extends RecordedPageOwners {
   documentCount: number;
   /** False when this page was not full: the scan is done. */
   hasNext: boolean;
@@ -159,6 +159,8 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
             attempt,
           });
         }
+        // Still under the field's old name: a workflow worker of the release before reads only that one
+        // (docs/SAFE-DEPLOYS.md#renaming-a-recorded-field).
         return { ownerIds: [...new Set(rows.map((r) => r.owner_user_id))], documentCount: rows.length, hasNext };
       } catch (err) {
         throw toActivityFailure(err);

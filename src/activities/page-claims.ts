@@ -167,7 +167,7 @@ export function createPageClaims(
     return {
       page: { ...page, hasNext: page.documentCount === input.batchSize },
       first: summarise(claims, [], queuedBy),
-      rest: page.ownerIds.slice(claims.length),
+      rest: page.ownerUserIds.slice(claims.length),
     };
   }
 
@@ -182,9 +182,9 @@ export function createPageClaims(
     through: PageCursor,
   ): Promise<PageRead> {
     const range = idRanges(input.partition.count)[input.partition.index];
-    const { ownerIds, documents } = await selectPageOwners(pool, input.window, after, through, range);
+    const { ownerUserIds, documents } = await selectPageOwners(pool, input.window, after, through, range);
     const rest = await selectCandidatePage(pool, input.window, through, 1, 1, range);
-    return { ownerIds, documentCount: documents, hasNext: rest.length > 0 };
+    return { ownerUserIds, documentCount: documents, hasNext: rest.length > 0 };
   }
 
   /**
@@ -206,7 +206,7 @@ export function createPageClaims(
       });
     }
     return {
-      ownerIds: [...new Set(rows.map((r) => r.owner_user_id))],
+      ownerUserIds: [...new Set(rows.map((r) => r.owner_user_id))],
       documentCount: rows.length,
       hasNext: rows.length === input.batchSize,
     };
@@ -219,15 +219,15 @@ export function createPageClaims(
    */
   async function claimGroups(
     input: ClaimPageInput,
-    ownerIds: string[],
+    ownerUserIds: string[],
     queuedBy: string,
     attempt: number,
     options: { waitForLocksMs?: number } = {},
   ): Promise<RemindOwnersResult[]> {
     const size = Math.max(1, input.ownerConcurrency);
     const results: RemindOwnersResult[] = [];
-    for (let i = 0; i < ownerIds.length; i += size) {
-      results.push(await claimGroup(groupInput(input, ownerIds.slice(i, i + size)), queuedBy, attempt, options));
+    for (let i = 0; i < ownerUserIds.length; i += size) {
+      results.push(await claimGroup(groupInput(input, ownerUserIds.slice(i, i + size)), queuedBy, attempt, options));
     }
     return results;
   }
@@ -249,7 +249,7 @@ export function createPageClaims(
       attempt > 1 ? await selectScanPosition(pool, input.cycleId, input.page).catch(rethrowForTemporal) : undefined;
     if (through) {
       const page = await readRecordedPage(input, after, through).catch(rethrowForTemporal);
-      const unseen = page.ownerIds.filter((owner) => !seen.has(owner));
+      const unseen = page.ownerUserIds.filter((owner) => !seen.has(owner));
       return { page, results: await claimGroups(input, unseen, queuedBy, attempt) };
     }
     const claimed = await claimNewPage(input, after, queuedBy, attempt).catch((err: unknown) => {
@@ -267,7 +267,7 @@ export function createPageClaims(
       };
     }
     const page = await readNewPage(input, after, attempt).catch(rethrowForTemporal);
-    return { page, results: await claimGroups(input, page.ownerIds, queuedBy, attempt) };
+    return { page, results: await claimGroups(input, page.ownerUserIds, queuedBy, attempt) };
   }
 
   /**
@@ -282,7 +282,7 @@ export function createPageClaims(
     seen: Set<string>,
   ): Promise<ClaimPageResult> {
     const { page, results: first } = await firstTries(input, queuedBy, attempt, seen);
-    for (const owner of page.ownerIds) seen.add(owner);
+    for (const owner of page.ownerUserIds) seen.add(owner);
     const busy = first.flatMap((r) => r.busyOwnerIds);
     // An owner busy here is most often held by another partition claiming the same owner's documents in
     // the other's id range, for the milliseconds of its transaction: a second try that waits for that
@@ -293,7 +293,7 @@ export function createPageClaims(
       ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
       ownersFoundBusy: busy.length,
       documentCount: page.documentCount,
-      owners: page.ownerIds.length,
+      owners: page.ownerUserIds.length,
       hasNext: page.hasNext,
       pagesClaimed: 1,
     };
@@ -349,7 +349,7 @@ export function createPageClaims(
 
 /** A page's owners in scan order, how many documents it had, and whether the partition goes on. */
 interface PageRead {
-  ownerIds: string[];
+  ownerUserIds: string[];
   documentCount: number;
   hasNext: boolean;
 }

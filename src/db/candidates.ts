@@ -249,7 +249,7 @@ export async function selectPageOwners(
   after: PageCursor | null,
   through: PageCursor,
   range: IdRange = [NIL_UUID, null],
-): Promise<{ ownerIds: string[]; documents: number }> {
+): Promise<{ ownerUserIds: string[]; documents: number }> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
   const from = scanStart(bounds, after);
   const { rows } = await inPagePlan(db, (q) =>
@@ -264,7 +264,7 @@ export async function selectPageOwners(
       range[1],
     ]),
   );
-  return { ownerIds: [...new Set(rows.map((r) => r.owner_user_id))], documents: rows.length };
+  return { ownerUserIds: [...new Set(rows.map((r) => r.owner_user_id))], documents: rows.length };
 }
 
 /** {@link selectPageOwners}' statement: the page statement's walk of the index, between two keys. */

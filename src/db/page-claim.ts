@@ -36,7 +36,7 @@ export interface PageToClaim {
 /** A page's owners in scan order, and what its first statement did. */
 export interface ReadPage {
   /** Distinct owners of the page, in the order of their first document in it. */
-  ownerIds: string[];
+  ownerUserIds: string[];
   /** Owners of the first group whose lock this transaction holds now. */
   locked: string[];
   /** Owners of the first group another transaction held. */
@@ -71,7 +71,7 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
     [...pageParams, p.cycleId, p.page, p.jobRunId, p.attempt, p.lockFirst],
   );
   return {
-    ownerIds: rows.map((r) => r.owner_user_id),
+    ownerUserIds: rows.map((r) => r.owner_user_id),
     locked: rows.filter((r) => r.locked === true).map((r) => r.owner_user_id),
     busy: rows.filter((r) => r.locked === false).map((r) => r.owner_user_id),
     documentCount: rows[0]?.documents ?? 0,

@@ -12,13 +12,13 @@ export interface DueDocument extends WonDocument {
 }
 
 /**
- * The due documents of `ownerIds`, by the owner statement's own CTEs ({@link dueCtes}): with no parallel
+ * The due documents of `ownerUserIds`, by the owner statement's own CTEs ({@link dueCtes}): with no parallel
  * cycle, exactly the documents that statement wins and lists in the owner's event. Ordered like the
  * event's documents, by owner in the order given.
  */
 export async function selectDueDocumentsOfOwners(
   db: Queryable,
-  ownerIds: readonly string[],
+  ownerUserIds: readonly string[],
   window: CandidateWindow,
 ): Promise<DueDocument[]> {
   const { rows } = await db.query<DueDocument>(
@@ -31,7 +31,7 @@ export async function selectDueDocumentsOfOwners(
        from due
        join owners on owners.owner_user_id = due.owner_user_id
       order by owners.ord, due.expires_at, due.id`,
-    [ownerIds, window.asOfDate, window.thresholdsDays, window.retentionDays],
+    [ownerUserIds, window.asOfDate, window.thresholdsDays, window.retentionDays],
   );
   return rows;
 }

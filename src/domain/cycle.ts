@@ -170,6 +170,22 @@ export interface PartitionResult {
   firstRunId: string;
 }
 
+/**
+ * The owners of a page read (`findCandidatePage`'s result, recorded in history), distinct, in scan order,
+ * under either name: `ownerUserIds`, as every other input and result calls them, or `ownerIds`, the name
+ * this result had. Workers read both from this release on, and write `ownerIds` until the next one, so a
+ * workflow worker of the release before never meets the new name (docs/SAFE-DEPLOYS.md#renaming-a-recorded-field).
+ */
+export interface RecordedPageOwners {
+  ownerUserIds?: string[];
+  ownerIds?: string[];
+}
+
+/** The owners of a page read, under whichever name it was recorded. */
+export function pageOwnerUserIds(page: RecordedPageOwners): string[] {
+  return page.ownerUserIds ?? page.ownerIds ?? [];
+}
+
 /** A partition's workflow id: its cycle's, then which of how many (the Web UI lists it under the cycle). */
 export function partitionWorkflowId(jobRunId: string, { index, count }: PartitionRef): string {
   return `${jobRunId}/partition-${index + 1}-of-${count}`;

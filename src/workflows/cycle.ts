@@ -39,6 +39,7 @@ import {
   type CycleResult,
   type CycleSettings,
   type CycleStatus,
+  pageOwnerUserIds,
   partitionWorkflowId,
   type PartitionInput,
   type PartitionRef,
@@ -492,15 +493,16 @@ function pageInSpan(run: CycleRun, pages: PageReader): Promise<PageStep> {
 /** Reads the next page, starts reading the one after, and schedules the page's owner groups. */
 async function schedulePage(run: CycleRun, pages: PageReader, span: otel.Span): Promise<PageStep> {
   const page = await pages.next();
-  span.setAttributes({ documentCount: page.documentCount, owners: page.ownerIds.length });
+  const ownerUserIds = pageOwnerUserIds(page);
+  span.setAttributes({ documentCount: page.documentCount, owners: ownerUserIds.length });
   log.info('batch selected', {
     jobRunId: run.jobRunId,
     page: run.counts.pages,
     count: page.documentCount,
-    owners: page.ownerIds.length,
+    owners: ownerUserIds.length,
   });
   pages.readAheadAfter(page);
-  const { stopped, settled } = await run.groups.schedule(page.ownerIds, run.stopReason);
+  const { stopped, settled } = await run.groups.schedule(ownerUserIds, run.stopReason);
   return { page, stopped, settled };
 }
 

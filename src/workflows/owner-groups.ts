@@ -150,21 +150,21 @@ export class RemindOwnersInFlight {
    * `retry` marks owners found busy before, so they are not counted busy twice.
    */
   async schedule(
-    ownerIds: string[],
+    ownerUserIds: string[],
     stopReason: () => CycleStatus | undefined,
     { retry = false }: { retry?: boolean } = {},
   ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
     const mine: Promise<void>[] = [];
     let stopped: CycleStatus | undefined;
-    for (let i = 0; i < ownerIds.length; i += this.size) {
+    for (let i = 0; i < ownerUserIds.length; i += this.size) {
       while (this.inFlight.size >= this.activities) await Promise.race(this.inFlight);
       stopped = stopReason();
       if (stopped) {
         // Busy owners not retried yet stay busy, so they are counted failed at the end.
-        if (retry) this.busy.push(...ownerIds.slice(i));
+        if (retry) this.busy.push(...ownerUserIds.slice(i));
         break;
       }
-      mine.push(this.start(ownerIds.slice(i, i + this.size), retry));
+      mine.push(this.start(ownerUserIds.slice(i, i + this.size), retry));
     }
     return { stopped: stopped ?? stopReason(), settled: Promise.all(mine).then(() => undefined) };
   }

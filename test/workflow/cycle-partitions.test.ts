@@ -120,6 +120,24 @@ test('a worker of the release before multi-page claims claims one page of the pa
   );
 });
 
+test.each(['ownerIds', 'ownerUserIds'] as const)(
+  'a small day reads its pages’ owners under either name of the recorded field (%s)',
+  async (pageOwnersField) => {
+    await withCycle(
+      cycle(),
+      { pages: [owners(1, 3), owners(10, 2)], plan: { due: 10, partitions: 1 }, pageOwnersField },
+      {},
+      async ({ handle, calls }) => {
+        expect(await handle.result()).toEqual(
+          expect.objectContaining({ status: 'completed', pages: 2, ownersProcessed: 5, remindersSent: 5 }),
+        );
+        const claimed = callsOf(calls, 'remindOwners').flatMap((c) => (c.input as RemindOwnersInput).ownerUserIds);
+        expect(claimed.sort()).toEqual([...owners(1, 3), ...owners(10, 2)].sort());
+      },
+    );
+  },
+);
+
 test('a day with nothing due is planned and ends without a scan; a small day scans alone', async () => {
   await withCycle(
     cycle(),

@@ -59,9 +59,9 @@ export function baselineA(workerUrl: string, s: CycleSettings): Promise<Measurem
       const rows = await selectCandidatePage(pool, s.window, cursor, s.batchSize);
       tally.pages += 1;
       tally.seen += rows.length;
-      const ownerIds = [...new Set(rows.map((r) => r.owner_user_id))];
+      const ownerUserIds = [...new Set(rows.map((r) => r.owner_user_id))];
       const inFlight = new Set<Promise<void>>();
-      for (const ownerUserId of ownerIds) {
+      for (const ownerUserId of ownerUserIds) {
         while (inFlight.size >= s.ownerConcurrency) await Promise.race(inFlight);
         const run: Promise<void> = withTransaction(pool, (tx) =>
           remindOwnersInTransaction(tx, {

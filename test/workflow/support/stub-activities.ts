@@ -56,6 +56,8 @@ export interface CycleScript {
   pages: string[][];
   /** A partitioned day: partition `i`'s pages (and `pages` is not read by partitions). */
   partitionPages?: string[][][];
+  /** The field a page read's owners come in: `ownerIds` (this release writes it) or `ownerUserIds` (the next). */
+  pageOwnersField?: 'ownerIds' | 'ownerUserIds';
   /** Pages a `claimPage` call claims at most, below what it is asked (its time budget); default: as asked. */
   pagesPerClaim?: number;
   /** `claimPage` as a worker before multi-page claims ran it: one page, whatever it is asked, no `pagesClaimed`. */
@@ -134,7 +136,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         const pages = input.partition ? (script.partitionPages?.[input.partition.index] ?? []) : script.pages;
         const ownerIds = pages[input.page - 1] ?? [];
         return {
-          ownerIds,
+          [script.pageOwnersField ?? 'ownerIds']: ownerIds,
           documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
           hasNext: input.page < pages.length,
         };
