@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { temporal as proto } from '@temporalio/proto';
+import { temporal as proto } from '@temporalio/proto';
 import { partitionWorkflowId } from '../../../src/domain/cycle';
 import { OWNER_ACTIVITIES, WORKFLOW_TYPE } from '../../../src/domain/names';
 import { firstRunIdOf, runHistories } from '../../../src/temporal/histories';
@@ -57,9 +57,14 @@ export async function temporalCycle(
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuDelta(cpu0, cpuSnapshot(pids), seconds);
   const peaks = rss.map((r) => r.stop());
-  // The events of each run of a chain, first run first (following continue-as-new).
+  // The events of each run of a chain, first run first (following continue-as-new), and the bytes of the
+  // histories as the server sends them (protobuf).
+  let historyBytes = 0;
   const eventsOf = async (workflowId: string, firstExecutionRunId: string): Promise<HistoryEvent[][]> =>
-    (await runHistories(client, { workflowId, firstExecutionRunId })).map((r) => r.history.events ?? []);
+    (await runHistories(client, { workflowId, firstExecutionRunId })).map((r) => {
+      historyBytes += proto.api.history.v1.History.encode(r.history).finish().length;
+      return r.history.events ?? [];
+    });
   const cycleRuns = await eventsOf(handle.workflowId, handle.firstExecutionRunId);
   const partitionRuns = await Promise.all(
     Array.from({ length: result.partitions ?? 0 }, async (_, index) => {
@@ -95,6 +100,7 @@ export async function temporalCycle(
     partitions: result.partitions ?? 1,
     historyEventsPerRun: cycleRuns.map((r) => r.length),
     partitionHistoryEventsPerRun: partitionRuns.map((runs) => runs.map((r) => r.length)),
+    historyKilobytes: Math.round(historyBytes / 1024),
     workers: workers.length,
     ...(perWorker ? { perWorker } : {}),
     workerPeakRssMb: Math.round(Math.max(...peaks) / 1024),
