@@ -3,7 +3,6 @@
  * `npm run worker` / `npm run relay` would, their logs and `/metrics` are read back, and a traced cycle
  * is checked span by span.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { freePort } from '../../src/observability/ports';
 import { createTracing } from '../../src/observability/tracing';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
+import { startEntryProcess, type EntryProcess } from '../support/processes';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
 import { testRelay } from '../support/relay';
@@ -20,42 +20,9 @@ import { testRelay } from '../support/relay';
 const root = path.resolve(__dirname, '..', '..');
 const stack = useIntegration('observability', { client: true, relayPoolSize: 2 });
 
-interface Proc {
-  child: ChildProcess;
-  output: string[];
-  stop(): Promise<number | null>;
-}
-
-/** Starts `src/<entry>.ts` as its own process, like `npm run <entry>`, and waits for `ready` in its log. */
-async function startProcess(entry: string, env: Record<string, string>, ready: string): Promise<Proc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', `${entry}.ts`)], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString());
-      if (output.join('').includes(ready)) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) =>
-      reject(new Error(`${entry} exited with ${code} before it was ready:\n${output.join('')}`)),
-    );
-  });
-  return {
-    child,
-    output,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
-        child.once('exit', (code) => resolve(code));
-        child.kill('SIGTERM');
-      }),
-  };
-}
+/** Starts `src/<entry>.ts` of this clone as its own process, like `npm run <entry>`, and waits for `ready`. */
+const startProcess = (entry: string, env: Record<string, string>, ready: string): Promise<EntryProcess> =>
+  startEntryProcess({ root, entry, env, ready });
 
 async function scrape(port: number): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);
