@@ -28,6 +28,11 @@ export interface BenchOptions {
   worker: string;
   /** `--workers`: worker processes polling the cycle's task queue (1–8, default 1). */
   workers: number;
+  /**
+   * `--warm`: run the full cycle once, unmeasured, before the measured one, so each worker process has
+   * compiled its hot code as a long-running worker has.
+   */
+  warm: boolean;
   /** `--compare`: git revisions (comma-separated) to run the same workload for, beside the working tree (bench/compare). */
   compare?: string;
   /** `--rounds`: how many times `--compare` runs each revision, interleaved (default 3). */
@@ -63,6 +68,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'keep-db': { type: 'boolean', default: false },
       worker: { type: 'string', default: 'dist' },
       workers: { type: 'string', default: '1' },
+      warm: { type: 'boolean', default: false },
       compare: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       profile: { type: 'string' },
@@ -91,6 +97,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     keepDb: a['keep-db'],
     worker: a.worker,
     workers,
+    warm: a.warm,
     compare: a.compare,
     rounds: Number(a.rounds),
     profile: a.profile,

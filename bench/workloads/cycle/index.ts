@@ -129,13 +129,18 @@ async function temporalPaths(
   s: CycleSettings,
   record: (m: Measurement, counts?: boolean) => Promise<void>,
 ): Promise<void> {
-  const { paths, admin, client } = bench;
+  const { paths, admin, client, say } = bench;
   const taskQueue = `bench-${crypto.randomBytes(4).toString('hex')}`;
   // One by one: each compiles nothing (the bundle is prebuilt), but their starts would share 2 cores.
   const workers: BenchWorker[] = [];
   for (let i = 0; i < bench.options.workers; i += 1) workers.push(await bench.startWorker(taskQueue));
   const cycle = (label: string) => temporalCycle(label, client, workers, taskQueue, s);
   if (paths.has('temporal')) {
+    if (bench.options.warm) {
+      await reset(admin);
+      const warmUp = await cycle('Temporal: warm-up cycle (not counted)');
+      say(`warm-up: ${warmUp.seconds} s`);
+    }
     await reset(admin);
     await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle')));
   }
