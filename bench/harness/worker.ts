@@ -2,6 +2,7 @@
  * The worker process the Temporal paths measure: a separate process as deployed, so its CPU and memory
  * are its own and the driver's work is not in them.
  */
+import crypto from 'node:crypto';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -65,6 +66,8 @@ export function spawnWorker(
       DATABASE_URL: settings.databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
       TEMPORAL_TASK_QUEUE: settings.taskQueue,
+      // A deployment per task queue: the benchmark's version routes no other run's cycles.
+      TEMPORAL_DEPLOYMENT_NAME: `bench-${crypto.createHash('sha256').update(settings.taskQueue).digest('hex').slice(0, 12)}`,
       METRICS_PORT: '0',
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn',
       NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS ?? WORKER_NODE_OPTIONS,

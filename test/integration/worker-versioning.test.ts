@@ -1,0 +1,221 @@
+/**
+ * Pinned cycles (docs/SAFE-DEPLOYS.md): two versions of the worker, N and N+1, poll one task queue; a cycle
+ * started on N runs every workflow task and activity of its own and of its partitions on N's workers while N+1
+ * is made current, and the next cycle starts on N+1. A rollback is the same command back, and pins the same way.
+ */
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { checkoutBuildId, type WorkerVersion } from '../../src/config';
+import type { CycleResult } from '../../src/domain/cycle';
+import { deploymentStatus, makeCurrent } from '../../src/operations/deployment';
+import { runHistories, startedChildren } from '../../src/temporal/histories';
+import { insertDocuments, outbox } from '../support/data';
+import { startEntryProcess } from '../support/processes';
+import { waitFor } from '../support/wait';
+import { useIntegration } from '../support/harness';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const AS_OF_DATE = '2026-09-02';
+const OWNERS = 120;
+
+const stack = useIntegration('worker-versioning', { client: true });
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** Where a cycle ran: the build id of each workflow task and the worker identity of each activity, over its tree. */
+interface Placement {
+  workflowTaskBuildIds: Set<string>;
+  activityIdentities: Set<string>;
+  workflows: number;
+  activities: number;
+}
+
+async function eventsOfTree(client: Client, workflowId: string, firstExecutionRunId: string): Promise<HistoryEvent[]> {
+  const runs = await runHistories(client, { workflowId, firstExecutionRunId });
+  const own = runs.flatMap((r) => r.history.events ?? []);
+  const children = await Promise.all(
+    startedChildren(runs).map((c) => eventsOfTree(client, c.workflowId, c.firstExecutionRunId)),
+  );
+  return [...own, ...children.flat()];
+}
+
+async function placement(client: Client, handle: WorkflowHandleWithFirstExecutionRunId): Promise<Placement> {
+  const runs = await runHistories(client, handle);
+  const events = await eventsOfTree(client, handle.workflowId, handle.firstExecutionRunId);
+  const tasks = events.flatMap((e) =>
+    e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes] : [],
+  );
+  const activities = events.flatMap((e) =>
+    e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity ?? ''] : [],
+  );
+  return {
+    workflowTaskBuildIds: new Set(tasks.map((t) => t.deploymentVersion?.buildId ?? '(unversioned)')),
+    activityIdentities: new Set(activities),
+    workflows: 1 + startedChildren(runs).length,
+    activities: activities.length,
+  };
+}
+
+/** The advisory lock the gate below holds; no key the job uses (owners' keys are hashes of their ids). */
+const GATE_KEY = 4242;
+
+/**
+ * Holds every claim statement until the returned release: each waits in a trigger for the test's advisory lock,
+ * so the cycle is certainly open when the current version changes.
+ */
+async function closeClaimGate(): Promise<() => Promise<void>> {
+  await stack.db.admin.query(`
+    create or replace function profile.test_claim_gate() returns trigger language plpgsql as $$
+    begin perform pg_advisory_xact_lock_shared(${GATE_KEY}); return null; end $$;
+    create trigger test_claim_gate before insert on profile.document_expiry_reminders
+      for each statement execute function profile.test_claim_gate();`);
+  const holder = await stack.db.admin.connect();
+  await holder.query('select pg_advisory_lock($1)', [GATE_KEY]);
+  let open = false;
+  return async () => {
+    if (open) return;
+    open = true;
+    await holder.query('select pg_advisory_unlock($1)', [GATE_KEY]);
+    holder.release();
+    await stack.db.admin.query('drop trigger test_claim_gate on profile.document_expiry_reminders');
+  };
+}
+
+/** Two versions of one deployment polling one task queue, `n` current. */
+async function twoVersions() {
+  const taskQueue = `test-${crypto.randomUUID()}`;
+  const deploymentName = `test-${crypto.randomUUID().slice(0, 8)}`;
+  stack.trackTaskQueue(taskQueue);
+  const target = { temporal: { ...stack.config.temporal, taskQueue, deploymentName } };
+  const n: WorkerVersion = { deploymentName, buildId: 'n' };
+  const next: WorkerVersion = { deploymentName, buildId: 'n-plus-1' };
+  await stack.startWorker({ taskQueue, identity: 'version-n', version: n });
+  await stack.startWorker({ taskQueue, identity: 'version-n-plus-1', version: next });
+  await makeCurrent(stack.client, target, n.buildId, { waitForPollersMs: 30_000 });
+  return { taskQueue, target, n, next };
+}
+
+const identityOf = (buildId: string) => (buildId === 'n' ? 'version-n' : 'version-n-plus-1');
+
+/**
+ * Starts a partitioned cycle on `taskQueue`, waits until its claims have started, makes `switchTo` current while it
+ * is open, and returns it once it ended, with where it ran.
+ */
+async function cycleAcrossSwitch(taskQueue: string, target: Parameters<typeof makeCurrent>[1], switchTo: string) {
+  const openGate = await closeClaimGate();
+  try {
+    const handle = await stack.startCycle({ asOf: AS_OF_DATE, partitions: 2, batchSize: 5 }, { taskQueue });
+    // A claim waits at the gate: the cycle is open, on the version that started it.
+    await waitFor(async () => {
+      const { rows } = await stack.db.admin.query<{ n: number }>(
+        `select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = $1 and not granted`,
+        [GATE_KEY],
+      );
+      return rows[0].n > 0;
+    }, 60_000);
+    const change = await makeCurrent(stack.client, target, switchTo);
+    expect(change.current).toBe(switchTo);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    const status = await deploymentStatus(stack.client, target);
+    expect(status.versions.find((v) => v.buildId !== switchTo)?.openCycles).toBeGreaterThan(0);
+    await openGate();
+    const result: CycleResult = await handle.result();
+    return { handle, result, placed: await placement(stack.client, handle) };
+  } finally {
+    await openGate();
+  }
+}
+
+async function expectCountsEqualOutbox(result: CycleResult): Promise<void> {
+  const events = await outbox(stack.db.admin);
+  expect(result).toEqual(
+    expect.objectContaining({ status: 'completed', remindersSent: OWNERS, ownersNotified: OWNERS }),
+  );
+  expect(events).toHaveLength(OWNERS);
+  expect(new Set(events.map((e) => e.aggregate_id)).size).toBe(OWNERS);
+}
+
+/** A new cycle on `taskQueue`, to its end, with where it ran. */
+async function nextCycle(taskQueue: string) {
+  const handle = await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue });
+  await handle.result();
+  return placement(stack.client, handle);
+}
+
+async function expectRanOn(placed: Placement, buildId: string): Promise<void> {
+  expect(placed.workflowTaskBuildIds).toEqual(new Set([buildId]));
+  expect(placed.activityIdentities).toEqual(new Set([identityOf(buildId)]));
+  expect(placed.activities).toBeGreaterThan(0);
+}
+
+beforeEach(async () => {
+  await insertDocuments(
+    stack.db.admin,
+    AS_OF_DATE,
+    Array.from({ length: OWNERS }, (_, i) => ({ daysLeft: i % 8 })),
+  );
+});
+
+test('a cycle started on version N ends on N while N+1 is made current; the next cycle runs on N+1', async () => {
+  const { taskQueue, target, n, next } = await twoVersions();
+
+  const { result, placed } = await cycleAcrossSwitch(taskQueue, target, next.buildId);
+
+  await expectRanOn(placed, n.buildId);
+  expect(placed.workflows).toBe(3);
+  await expectCountsEqualOutbox(result);
+  await expectRanOn(await nextCycle(taskQueue), next.buildId);
+});
+
+test('a rollback (N+1 back to N) is one command: the open cycle ends on N+1, the next runs on N', async () => {
+  const { taskQueue, target, n, next } = await twoVersions();
+  await makeCurrent(stack.client, target, next.buildId);
+
+  const { result, placed } = await cycleAcrossSwitch(taskQueue, target, n.buildId);
+
+  await expectRanOn(placed, next.buildId);
+  await expectCountsEqualOutbox(result);
+  await expectRanOn(await nextCycle(taskQueue), n.buildId);
+  expect((await deploymentStatus(stack.client, target)).current).toBe(n.buildId);
+  // Visibility catches up with the closes shortly after.
+  await waitFor(async () => (await deploymentStatus(stack.client, target)).versions.every((v) => v.openCycles === 0));
+});
+
+test('npm run worker declares its checkout as its version; made current, it runs the cycle, and the client refuses a version without workers', async () => {
+  const taskQueue = `test-${crypto.randomUUID()}`;
+  const deploymentName = `test-${crypto.randomUUID().slice(0, 8)}`;
+  stack.trackTaskQueue(taskQueue);
+  const target = { temporal: { ...stack.config.temporal, taskQueue, deploymentName } };
+  const buildId = checkoutBuildId(ROOT);
+  expect(buildId).toMatch(/^[0-9a-f]{12}(-dirty-[0-9a-f]{8})?$/);
+  const worker = await startEntryProcess({
+    root: ROOT,
+    entry: 'worker',
+    env: {
+      DATABASE_URL: stack.db.workerUrl,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      TEMPORAL_DEPLOYMENT_NAME: deploymentName,
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+    },
+    ready: 'worker started',
+    unset: ['TEMPORAL_WORKER_BUILD_ID'],
+  });
+  try {
+    expect(worker.output.join('')).toContain(`"buildId":"${buildId}"`);
+    await expect(makeCurrent(stack.client, target, 'no-such-build')).rejects.toThrow(
+      /has no workers polling task queue/,
+    );
+    await makeCurrent(stack.client, target, buildId!, { waitForPollersMs: 30_000 });
+    const handle = await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue });
+    await expectCountsEqualOutbox(await handle.result());
+    const placed = await placement(stack.client, handle);
+    expect(placed.workflowTaskBuildIds).toEqual(new Set([buildId]));
+    const described = await handle.describe();
+    expect(described.raw.workflowExecutionInfo?.versioningInfo?.behavior).toBe(1); // VERSIONING_BEHAVIOR_PINNED
+  } finally {
+    expect(await worker.stop()).toBe(0);
+  }
+});
