@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { checkoutBuildId } from '../../src/config';
 import { EXIT_CODES } from '../../src/run-main';
 import { spawnGroup } from '../process-group';
 import { makePollingVersionCurrent } from '../stack/versions';
@@ -65,6 +66,13 @@ export function startProcess(h: Harness, entry: 'worker' | 'relay', env: Record<
 /** The suite's own Worker Deployment: its workers' version is made current here, for no one else. */
 const SUITE_DEPLOYMENT = `faults-${crypto.randomUUID().slice(0, 8)}`;
 
+/**
+ * One build id for the whole run, taken at its start: a worker restarted after a commit (a developer's, while
+ * the suite runs) would otherwise declare another version, and the pinned cycles it should finish would wait
+ * for workers of theirs that never come back.
+ */
+const SUITE_BUILD_ID = checkoutBuildId() ?? `faults-${crypto.randomUUID().slice(0, 8)}`;
+
 /** Per task queue: its workers' version made current (see {@link versionServing}). */
 const serving = new Map<string, Promise<unknown>>();
 
@@ -77,6 +85,7 @@ export function startWorker(h: Harness, db: FaultDb, taskQueue: string, env: Rec
     DATABASE_URL: db.workerUrl,
     TEMPORAL_TASK_QUEUE: taskQueue,
     TEMPORAL_DEPLOYMENT_NAME: SUITE_DEPLOYMENT,
+    TEMPORAL_WORKER_BUILD_ID: SUITE_BUILD_ID,
     ...env,
   });
   if (!serving.has(taskQueue)) {

@@ -5,14 +5,12 @@
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
-import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
 import { checkoutBuildId, type WorkerVersion } from '../../src/config';
 import type { CycleResult } from '../../src/domain/cycle';
 import { deploymentStatus, makeCurrent } from '../../src/operations/deployment';
-import { runHistories, startedChildren } from '../../src/temporal/histories';
 import { insertDocuments, outbox } from '../support/data';
 import { startEntryProcess } from '../support/processes';
+import { closeClaimGate, placement, type Placement } from '../support/placement';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
 
@@ -21,67 +19,6 @@ const AS_OF_DATE = '2026-09-02';
 const OWNERS = 120;
 
 const stack = useIntegration('worker-versioning', { client: true });
-
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-
-/** Where a cycle ran: the build id of each workflow task and the worker identity of each activity, over its tree. */
-interface Placement {
-  workflowTaskBuildIds: Set<string>;
-  activityIdentities: Set<string>;
-  workflows: number;
-  activities: number;
-}
-
-async function eventsOfTree(client: Client, workflowId: string, firstExecutionRunId: string): Promise<HistoryEvent[]> {
-  const runs = await runHistories(client, { workflowId, firstExecutionRunId });
-  const own = runs.flatMap((r) => r.history.events ?? []);
-  const children = await Promise.all(
-    startedChildren(runs).map((c) => eventsOfTree(client, c.workflowId, c.firstExecutionRunId)),
-  );
-  return [...own, ...children.flat()];
-}
-
-async function placement(client: Client, handle: WorkflowHandleWithFirstExecutionRunId): Promise<Placement> {
-  const runs = await runHistories(client, handle);
-  const events = await eventsOfTree(client, handle.workflowId, handle.firstExecutionRunId);
-  const tasks = events.flatMap((e) =>
-    e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes] : [],
-  );
-  const activities = events.flatMap((e) =>
-    e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity ?? ''] : [],
-  );
-  return {
-    workflowTaskBuildIds: new Set(tasks.map((t) => t.deploymentVersion?.buildId ?? '(unversioned)')),
-    activityIdentities: new Set(activities),
-    workflows: 1 + startedChildren(runs).length,
-    activities: activities.length,
-  };
-}
-
-/** The advisory lock the gate below holds; no key the job uses (owners' keys are hashes of their ids). */
-const GATE_KEY = 4242;
-
-/**
- * Holds every claim statement until the returned release: each waits in a trigger for the test's advisory lock,
- * so the cycle is certainly open when the current version changes.
- */
-async function closeClaimGate(): Promise<() => Promise<void>> {
-  await stack.db.admin.query(`
-    create or replace function profile.test_claim_gate() returns trigger language plpgsql as $$
-    begin perform pg_advisory_xact_lock_shared(${GATE_KEY}); return null; end $$;
-    create trigger test_claim_gate before insert on profile.document_expiry_reminders
-      for each statement execute function profile.test_claim_gate();`);
-  const holder = await stack.db.admin.connect();
-  await holder.query('select pg_advisory_lock($1)', [GATE_KEY]);
-  let open = false;
-  return async () => {
-    if (open) return;
-    open = true;
-    await holder.query('select pg_advisory_unlock($1)', [GATE_KEY]);
-    holder.release();
-    await stack.db.admin.query('drop trigger test_claim_gate on profile.document_expiry_reminders');
-  };
-}
 
 /** Two versions of one deployment polling one task queue, `n` current. */
 async function twoVersions() {
@@ -104,27 +41,21 @@ const identityOf = (buildId: string) => (buildId === 'n' ? 'version-n' : 'versio
  * is open, and returns it once it ended, with where it ran.
  */
 async function cycleAcrossSwitch(taskQueue: string, target: Parameters<typeof makeCurrent>[1], switchTo: string) {
-  const openGate = await closeClaimGate();
+  const gate = await closeClaimGate(stack.db.admin);
   try {
     const handle = await stack.startCycle({ asOf: AS_OF_DATE, partitions: 2, batchSize: 5 }, { taskQueue });
     // A claim waits at the gate: the cycle is open, on the version that started it.
-    await waitFor(async () => {
-      const { rows } = await stack.db.admin.query<{ n: number }>(
-        `select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = $1 and not granted`,
-        [GATE_KEY],
-      );
-      return rows[0].n > 0;
-    }, 60_000);
+    await gate.waiting();
     const change = await makeCurrent(stack.client, target, switchTo);
     expect(change.current).toBe(switchTo);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     const status = await deploymentStatus(stack.client, target);
     expect(status.versions.find((v) => v.buildId !== switchTo)?.openCycles).toBeGreaterThan(0);
-    await openGate();
+    await gate.open();
     const result: CycleResult = await handle.result();
     return { handle, result, placed: await placement(stack.client, handle) };
   } finally {
-    await openGate();
+    await gate.open();
   }
 }
 
@@ -171,7 +102,7 @@ test('a cycle started on version N ends on N while N+1 is made current; the next
 
 test('a rollback (N+1 back to N) is one command: the open cycle ends on N+1, the next runs on N', async () => {
   const { taskQueue, target, n, next } = await twoVersions();
-  await makeCurrent(stack.client, target, next.buildId);
+  await makeCurrent(stack.client, target, next.buildId, { waitForPollersMs: 30_000 });
 
   const { result, placed } = await cycleAcrossSwitch(taskQueue, target, n.buildId);
 
