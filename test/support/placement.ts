@@ -28,6 +28,8 @@ export interface Placement {
   activityIdentities: Set<string>;
   /** The cycle and its partitions. */
   workflows: number;
+  /** Their runs: more than `workflows` when one continued as new. */
+  runs: number;
   activities: number;
 }
 
@@ -47,6 +49,7 @@ export async function placement(client: Client, handle: WorkflowHandleWithFirstE
     ),
     activityIdentities: new Set(activities),
     workflows: 1 + events.filter((e) => e.childWorkflowExecutionStartedEventAttributes).length,
+    runs: events.filter((e) => e.workflowExecutionStartedEventAttributes).length,
     activities: activities.length,
   };
 }
