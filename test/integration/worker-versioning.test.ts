@@ -8,7 +8,13 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { checkoutBuildId, type WorkerVersion } from '../../src/config';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
-import { deploymentStatus, makeCurrent } from '../../src/operations/deployment';
+import {
+  deploymentStatus,
+  makeCurrent,
+  type DeploymentStatus,
+  type RoutingChange,
+} from '../../src/operations/deployment';
+import { clientError, runClient } from '../support/cli';
 import { insertDocuments, outbox } from '../support/data';
 import { startEntryProcess } from '../support/processes';
 import { closeClaimGate, placement, type Placement } from '../support/placement';
@@ -170,7 +176,7 @@ productionOnlyTest(
   600_000,
 );
 
-test('npm run worker declares its checkout as its version; made current, it runs the cycle, and the client refuses a version without workers', async () => {
+test('npm run worker declares its checkout as its version; the client shows it, refuses a version without workers, makes it current, and it runs the cycle', async () => {
   const taskQueue = `test-${crypto.randomUUID()}`;
   const deploymentName = `test-${crypto.randomUUID().slice(0, 8)}`;
   stack.trackTaskQueue(taskQueue);
@@ -193,16 +199,36 @@ test('npm run worker declares its checkout as its version; made current, it runs
   });
   try {
     expect(worker.output.join('')).toContain(`"buildId":"${buildId}"`);
-    await expect(makeCurrent(stack.client, target, 'no-such-build')).rejects.toThrow(
-      /has no workers polling task queue/,
+    const operator = () => ({ ...stack.config, temporal: target.temporal });
+    expect((await clientError(operator, ['deployment', 'current', 'no-such-build'])).message).toMatch(
+      /version no-such-build of deployment test-\w+ has no workers polling task queue/,
     );
-    await makeCurrent(stack.client, target, buildId!, { waitForPollersMs: 30_000 });
+    expect((await clientError(operator, ['deployment', 'ramp', 'no-such-build', '10'])).message).toMatch(
+      /has no workers polling/,
+    );
+    // Until its first poll reaches the server, the worker's version is refused the same way.
+    let made: RoutingChange | undefined;
+    await waitFor(async () => {
+      made = await runClient<RoutingChange>(operator, ['deployment', 'current', buildId!]).then(
+        (r) => r.output,
+        () => undefined,
+      );
+      return made !== undefined;
+    }, 30_000);
+    expect(made).toEqual(expect.objectContaining({ previous: { current: null, ramping: null }, current: buildId }));
     const handle = await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue });
     await expectCountsEqualOutbox(await handle.result(), OWNERS);
     const placed = await placement(stack.client, handle);
     expect(placed.workflowTaskBuildIds).toEqual(new Set([buildId]));
     const described = await handle.describe();
     expect(described.raw.workflowExecutionInfo?.versioningInfo?.behavior).toBe(1); // VERSIONING_BEHAVIOR_PINNED
+    // Visibility catches up with the close shortly after.
+    await waitFor(async () => (await deploymentStatus(stack.client, target)).versions.every((v) => v.openCycles === 0));
+    const { output: status } = await runClient<DeploymentStatus>(operator, ['deployment', 'status']);
+    expect(status).toEqual(
+      expect.objectContaining({ deploymentName, taskQueue, current: buildId, ramping: null, unversionedOpenCycles: 0 }),
+    );
+    expect(status.versions).toEqual([expect.objectContaining({ buildId, status: 'current', openCycles: 0 })]);
   } finally {
     expect(await worker.stop()).toBe(0);
   }
