@@ -35,6 +35,7 @@ KEY_FILES = {
     "worker": {"ca.pem", "worker.pem", "worker-key.pem"},
     "relay": {"ca.pem"},
     "schedule-apply": {"ca.pem", "client.pem", "client-key.pem"},
+    "deployment-current": {"ca.pem", "client.pem", "client-key.pem"},
     "client": {"ca.pem", "client.pem", "client-key.pem"},
 }
 ISSUER, ISSUER_VOLUME = "certs", "certs"

@@ -235,17 +235,20 @@ export function buildProgram(config: () => Config): Command {
         'with the previous build id. Refused while the version has no workers polling',
     )
     .argument(
-      '<buildId>',
-      "the version's build id (as `deployment status` or the worker's start log shows it)",
+      '[buildId]',
+      "the version's build id (as `deployment status` or the worker's start log shows it); default: " +
+        "TEMPORAL_WORKER_BUILD_ID, this image's own",
       nonEmpty,
     )
     .option(
       '--allow-unversioned-cycles',
       'make it current although cycles of unversioned workers are open (they move to this version mid-cycle)',
     )
-    .action(async (buildId: string, opts: { allowUnversionedCycles?: boolean }) => {
+    .action(async (buildId: string | undefined, opts: { allowUnversionedCycles?: boolean }, cmd: Command) => {
       const cfg = config();
-      print(await withClient(cfg, (c) => makeCurrent(c, cfg, buildId, opts)));
+      const version = buildId ?? cfg.temporal.buildId;
+      if (!version) cmd.error('error: give the build id (TEMPORAL_WORKER_BUILD_ID is not set here)', { exitCode: 64 });
+      print(await withClient(cfg, (c) => makeCurrent(c, cfg, version!, opts)));
     });
   deployment
     .command('ramp')

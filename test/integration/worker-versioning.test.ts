@@ -199,7 +199,13 @@ test('npm run worker declares its checkout as its version; the client shows it, 
   });
   try {
     expect(worker.output.join('')).toContain(`"buildId":"${buildId}"`);
-    const operator = () => ({ ...stack.config, temporal: target.temporal });
+    // An operator's shell, where no build set TEMPORAL_WORKER_BUILD_ID.
+    const { buildId: _unset, ...shell } = target.temporal;
+    const operator = () => ({ ...stack.config, temporal: shell });
+    const imageOperator = () => ({ ...stack.config, temporal: { ...target.temporal, buildId: buildId! } });
+    expect((await clientError(operator, ['deployment', 'current'])).message).toMatch(
+      /give the build id \(TEMPORAL_WORKER_BUILD_ID is not set here\)/,
+    );
     expect((await clientError(operator, ['deployment', 'current', 'no-such-build'])).message).toMatch(
       /version no-such-build of deployment test-\w+ has no workers polling task queue/,
     );
@@ -209,7 +215,8 @@ test('npm run worker declares its checkout as its version; the client shows it, 
     // Until its first poll reaches the server, the worker's version is refused the same way.
     let made: RoutingChange | undefined;
     await waitFor(async () => {
-      made = await runClient<RoutingChange>(operator, ['deployment', 'current', buildId!]).then(
+      // No argument: the build id this process was built with (an image's TEMPORAL_WORKER_BUILD_ID).
+      made = await runClient<RoutingChange>(imageOperator, ['deployment', 'current']).then(
         (r) => r.output,
         () => undefined,
       );
