@@ -24,6 +24,7 @@ import yaml
 KEY_FILES = {
     "certs": "everything: it issues them",
     "postgres": {"ca.pem", "postgres.pem", "postgres-key.pem"},
+    "temporal-postgres": {"ca.pem", "temporal-postgres.pem", "temporal-postgres-key.pem"},
     "temporal-db-role": {"ca.pem"},
     "temporal-schema": {"ca.pem"},
     "temporal": {"ca.pem", "temporal.pem", "temporal-key.pem"},

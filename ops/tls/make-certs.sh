@@ -44,6 +44,7 @@ issue() {
 
 # Servers (serverAuth and clientAuth: Temporal's services also dial each other with theirs).
 issue postgres server postgres
+issue temporal-postgres server temporal-postgres
 issue temporal server temporal
 issue kafka server kafka
 issue ui server temporal-ui

@@ -48,6 +48,7 @@ const READY = 'STACK_READY ';
 /** Every variable either profile may export, so `stop` can unset them all. */
 const STACK_VARIABLES = [
   'STACK_DATABASE_ADMIN_URL',
+  'STACK_TEMPORAL_DATABASE_ADMIN_URL',
   'DATABASE_URL',
   'RELAY_DATABASE_URL',
   'EXPIRY_REMINDER_WORKER_PASSWORD',

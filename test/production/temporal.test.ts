@@ -66,12 +66,12 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   cliPath = findOrBuildTemporalCli() ?? 'temporal';
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
-  postgres = await startProductionPostgres(secrets);
+  postgres = await startProductionPostgres(secrets, 'temporal');
   // The first run on a machine builds the server, the SQL tool and the UI server with Go (minutes).
   temporal = await startProductionTemporal({
     adminUrl: postgres.adminUrl,
     secrets,
-    // The profile's PostgreSQL takes Temporal's role over TLS only, as the stack passes it.
+    // Temporal's own cluster takes its role over TLS only, as the stack passes it.
     dbTls: { caFile: secrets.caPath },
   });
   const workerOptions = temporalConnectionOptions(loadConfig(envAs('worker')));

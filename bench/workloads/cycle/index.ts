@@ -103,12 +103,14 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   }
   if (paths.has('b')) {
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s)));
+    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s), bench.temporalAdmin));
   }
   if (paths.has('bpar')) {
     await reset(admin);
     const k = s.partitions ?? partitionCount(W.due, DEFAULT_PARTITIONS, DEFAULT_PARTITION_SIZE);
-    await record(await withDatabaseActivity(admin, () => baselineParallelB(bench.database.workerUrl, s, k)));
+    await record(
+      await withDatabaseActivity(admin, () => baselineParallelB(bench.database.workerUrl, s, k), bench.temporalAdmin),
+    );
   }
 
   const t = results.find((r) => r.path.startsWith('Temporal: full'));
@@ -156,7 +158,7 @@ async function temporalPaths(
       say(`warm-up: ${warmUp.seconds} s`);
     }
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle')));
+    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle'), bench.temporalAdmin));
   }
   if (paths.has('repeat')) {
     // Nothing due any more (the ledger holds this cycle's markers): the idle cycle.
