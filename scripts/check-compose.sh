@@ -23,7 +23,7 @@
 #    - the namespace the app services use is the one temporal-namespace registers
 #    - the Kafka image is the release of ops/kafka/pom.xml, and kafka-acls grants the topic of
 #      src/domain/names.ts
-# 5. secrets (scripts/check-compose-secrets.py, on the file as written): each container mounts its own
+# 5. secrets (scripts/check-compose-secrets.ts, on the file as written): each container mounts its own
 #    keys only (a table of container -> the certificate files it may see), and no command, entrypoint or
 #    health check passes a password as an argument (readable by anyone on the host in ps)
 # docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
@@ -362,4 +362,4 @@ print("  SUCCESS")
 PY
 
 echo "== secrets: each container's own keys, no password on a command line"
-python3 scripts/check-compose-secrets.py "$compose"
+npm exec --offline -- tsx scripts/check-compose-secrets.ts "$compose"
