@@ -10,6 +10,11 @@
 # Keys are PKCS#8 RSA 2048: PostgreSQL, Go (Temporal), Java's PEM key store (Kafka) and Node read it.
 set -euo pipefail
 
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "error: openssl is not on PATH; install it (Debian/Ubuntu: sudo apt-get install openssl)" >&2
+  exit 1
+fi
+
 dir="${1:?usage: make-certs.sh <dir> [extra-dns-name ...]}"
 shift
 extra=("$@")
