@@ -2,7 +2,7 @@
 # The stack's certificates: one CA, a server certificate per service, a client certificate per caller.
 #   ops/tls/make-certs.sh <dir> [extra-dns-name ...]
 # Writes into <dir> (created 0700): ca.pem/ca-key.pem, <name>.pem/<name>-key.pem for the servers
-# (postgres, temporal, kafka, ui) and the clients (worker, relay, client, cli, ui-client). Server
+# (postgres, temporal, kafka, ui) and the clients (worker, relay, client, cli, ui-client, support). Server
 # certificates name localhost, 127.0.0.1 and their compose service name, plus any extra names given.
 # Idempotent: an existing ca.pem is kept, and so is every certificate already there, so a stack that
 # restarts keeps trusting what it issued. The openssl CLI (not an npm library) because the compose file
@@ -59,6 +59,7 @@ issue relay client ""
 issue client client ""
 issue cli client ""
 issue ui-client client ""
+issue support client ""
 # Kafka's PEM key store (ssl.keystore.location) reads the key and its certificate from one file.
 cat kafka-key.pem kafka.pem >kafka-keystore.pem
 rm -f ca.srl

@@ -19,7 +19,17 @@ interface CertPair {
 
 /** The names `make-certs.sh` issues, servers first. */
 export type CertName =
-  'postgres' | 'temporal-postgres' | 'temporal' | 'kafka' | 'ui' | 'worker' | 'relay' | 'client' | 'cli' | 'ui-client';
+  | 'postgres'
+  | 'temporal-postgres'
+  | 'temporal'
+  | 'kafka'
+  | 'ui'
+  | 'worker'
+  | 'relay'
+  | 'client'
+  | 'cli'
+  | 'ui-client'
+  | 'support';
 
 /** Passwords of the profile's principals: PostgreSQL roles and Kafka SCRAM users. */
 export interface StackPasswords {
@@ -28,6 +38,8 @@ export interface StackPasswords {
   temporalPostgresAdmin: string;
   worker: string;
   relay: string;
+  /** The support role's (`explain`); added to a passwords file written before it existed. */
+  support: string;
   temporal: string;
   kafkaBroker: string;
   kafkaRelay: string;
@@ -59,6 +71,7 @@ export function prepareStackSecrets(dir: string): StackSecrets {
     'temporalPostgresAdmin',
     'worker',
     'relay',
+    'support',
     'temporal',
     'kafkaBroker',
     'kafkaRelay',
