@@ -226,7 +226,7 @@ export function buildProgram(config: () => Config): Command {
     .option('--json', 'print the answer as JSON')
     .action(async (opts: { owner?: string; document?: string; asOf?: string; json?: boolean }, cmd: Command) => {
       if ((opts.owner === undefined) === (opts.document === undefined)) {
-        cmd.error('error: give exactly one of --owner <id> or --document <id>', { exitCode: 64 });
+        cmd.error('error: give exactly one of --owner <id> or --document <id>', { exitCode: EXIT_CODES.usage });
       }
       const target = opts.owner !== undefined ? { ownerUserId: opts.owner } : { documentId: opts.document! };
       const answer = await explainCommand(config(), target, { asOfDate: opts.asOf ?? utcDate(new Date()) });
