@@ -92,8 +92,11 @@ function readUrls(config: Config): { documents: string; outbox: () => string; ou
   };
 }
 
-/** The outbox rows of `owners`, read on a connection of its own; a refusal says which role reads them. */
-async function readOutbox(url: string, urlVariable: string, owners: readonly string[]): Promise<OwnerEvent[]> {
+/**
+ * The outbox rows of `owners`, read on a connection of its own; a refusal says which role reads them.
+ * Exported for the benchmark of explain's database part (bench/explain-owner.ts).
+ */
+export async function readOutbox(url: string, urlVariable: string, owners: readonly string[]): Promise<OwnerEvent[]> {
   const pool = createPool({ connectionString: url, urlVariable, max: 1, applicationName: 'expiry-reminder-explain' });
   try {
     return await selectOwnerEvents(pool, owners);
@@ -204,8 +207,11 @@ export async function explainCommand(
   };
 }
 
-/** The database's part, in one read-only snapshot: the owner, its documents and their markers, the next cycle. */
-async function readDatabase(
+/**
+ * The database's part, in one read-only snapshot: the owner, its documents and their markers, the next cycle.
+ * Exported for the benchmark of explain's database part (bench/explain-owner.ts).
+ */
+export async function readDatabase(
   url: string,
   target: ExplainTarget,
   window: CandidateWindow,

@@ -57,6 +57,7 @@ test('re-running the migrations is a no-op', async () => {
       'ix_document_expiry_reminders_owner',
       'ix_document_expiry_reminders_expires_at',
       'ix_outbox_messages_claimable',
+      'ix_outbox_messages_key',
     ]),
   );
   expect(await runMigrations({ connectionString: stack.db.ownerUrl })).toEqual([]);
