@@ -107,8 +107,15 @@ afterAll(async () => {
 });
 
 describe('the production PostgreSQL', () => {
-  it('takes the worker and the relay over TLS with verify-full against the stack CA, by the name localhost', async () => {
-    for (const url of [db.workerUrl, db.relayUrl, stackEnv.DATABASE_URL, stackEnv.RELAY_DATABASE_URL]) {
+  it('takes the worker, the relay and the support role over TLS with verify-full against the stack CA, by the name localhost', async () => {
+    for (const url of [
+      db.workerUrl,
+      db.relayUrl,
+      db.supportUrl,
+      stackEnv.DATABASE_URL,
+      stackEnv.RELAY_DATABASE_URL,
+      stackEnv.SUPPORT_DATABASE_URL,
+    ]) {
       const u = new URL(url);
       expect(u.hostname).toBe('localhost');
       expect(u.searchParams.get('sslmode')).toBe('verify-full');
@@ -264,22 +271,25 @@ describe("the job's own entry points on the production PostgreSQL", () => {
     expect(JSON.parse(preview.stdout)).toMatchObject({ ownerCount: 2, documentCount: 2 });
   });
 
-  it('migrate sets the roles’ passwords of EXPIRY_REMINDER_WORKER_PASSWORD and OUTBOX_RELAY_PASSWORD, and the roles log in over TLS with them', async () => {
+  it('migrate sets the roles’ passwords of EXPIRY_REMINDER_WORKER_PASSWORD, OUTBOX_RELAY_PASSWORD and EXPIRY_REMINDER_SUPPORT_PASSWORD, and the roles log in over TLS with them', async () => {
     const changed = {
       worker: `w-${crypto.randomBytes(9).toString('hex')}`,
       relay: `r-${crypto.randomBytes(9).toString('hex')}`,
+      support: `s-${crypto.randomBytes(9).toString('hex')}`,
     };
-    const migrate = (passwords: { worker: string; relay: string }) =>
+    const migrate = (passwords: { worker: string; relay: string; support: string }) =>
       runEntryPoint(['src/migrate.ts'], {
         MIGRATION_DATABASE_URL: db.ownerUrl,
         EXPIRY_REMINDER_WORKER_PASSWORD: passwords.worker,
         OUTBOX_RELAY_PASSWORD: passwords.relay,
+        EXPIRY_REMINDER_SUPPORT_PASSWORD: passwords.support,
       });
     try {
       expect(await migrate(changed)).toMatchObject({ code: 0 });
       for (const [url, password] of [
         [db.workerUrl, changed.worker],
         [db.relayUrl, changed.relay],
+        [db.supportUrl, changed.support],
       ] as const) {
         const row = await onePool<{ ssl: boolean }>(
           databaseUrl(url, { password }),
