@@ -216,9 +216,10 @@ export function buildProgram(config: () => Config): Command {
     .command('explain')
     .description(
       'why (not)? for one investor: each document with its verdict as of a day, its markers and the cycles that ' +
-        'wrote them, what the next cycle would send, and the outbox rows (read-only: the worker, DATABASE_URL; ' +
-        'the outbox as the relay, RELAY_DATABASE_URL); for a document still due, whether a cycle of the day met ' +
-        'its owner busy or failing (from Temporal: without it, the database answers alone)',
+        'wrote them, what the next cycle would send, and the outbox rows (read-only, as the support role: ' +
+        'SUPPORT_DATABASE_URL; without it the worker, DATABASE_URL, and the outbox as the relay, RELAY_DATABASE_URL); ' +
+        "judged with the settings the day's cycle recorded; for a document still due, whether a cycle of the day met " +
+        'its owner busy or failing, or stopped (from Temporal: without it, the database answers alone)',
     )
     .option('--owner <id>', "the investor's id (owner_user_id)", ownerId)
     .option('--document <id>', "a document's id: its owner is explained, this document shown", documentId)
