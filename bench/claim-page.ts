@@ -3,7 +3,8 @@
  * whole claim: the keyset page of candidate documents (the same predicate as `selectCandidatePage`), its
  * distinct owners, and then the product's claim for them (`claimCtes`: all due documents of those owners,
  * markers for every crossed threshold, one outbox row per owner that won a current-threshold marker).
- * Same ledger/outbox rows as the product; no advisory locks (a single claimer).
+ * Same ledger/outbox rows as the product; no advisory locks (a single claimer). `range` limits the page to
+ * document ids in `[from, until)`: baseline B∥ runs one claimer per id range, as the cycle's partitions do.
  */
 import {
   currentThresholdSql,
@@ -15,7 +16,7 @@ import {
 } from '../src/db/candidates';
 import { addDays } from '../src/domain/dates';
 import type { Queryable } from '../src/db/pool';
-import type { PageCursor } from '../src/db/candidates';
+import type { IdRange, PageCursor } from '../src/db/candidates';
 import { claimCtes } from '../src/db/reminders';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../src/domain/names';
 
@@ -30,6 +31,7 @@ export interface ClaimPageResult {
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
+/** One page of due documents after `cursor` (in `range`) and the claim of its owners, in one statement. */
 export async function claimPage(
   db: Queryable,
   window: CandidateWindow,
@@ -37,6 +39,7 @@ export async function claimPage(
   batchSize: number,
   asOf: string,
   jobRunId: string,
+  range: IdRange = [NIL_UUID, null],
 ): Promise<ClaimPageResult> {
   // The window as constants, as the cycle's page statement has it (the planner misjudges subquery bounds).
   const bounds = scanBounds(window, await selectPruneCutoff(db));
@@ -55,6 +58,8 @@ export async function claimPage(
         where ${windowSql('d', '$13::date', '$14::date')}
           and ${notRemindedSql('d', currentThresholdSql('d', '$1', '$2'))}
           and (d.expires_at, d.id) > ($4::date, $5::uuid)
+          and d.id >= $15::uuid
+          and ($16::uuid is null or d.id < $16::uuid)
         order by d.expires_at, d.id
         limit $6
      ),
@@ -96,6 +101,8 @@ export async function claimPage(
       jobRunId,
       bounds.from,
       bounds.to,
+      range[0],
+      range[1],
     ],
   );
   const r = rows[0];

@@ -34,6 +34,11 @@ export interface Bench {
   /** Two owner connections to `database`: seeding, resets, EXPLAIN. */
   admin: pg.Pool;
   /**
+   * One admin connection to the production profile's PostgreSQL cluster of Temporal's stores (apart from the
+   * job's), for its commits and fsyncs; undefined where Temporal keeps no state in PostgreSQL (dev server).
+   */
+  temporalAdmin?: pg.Pool;
+  /**
    * Starts the worker (when `needs` asked for it) on `taskQueue` and returns once it polls. A worker
    * still running when the benchmark ends is stopped, and its last output goes to stderr.
    */

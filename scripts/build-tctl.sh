@@ -1,50 +1,48 @@
 #!/usr/bin/env bash
-# Builds tctl, Temporal's legacy CLI, for the tctl acceptance test (test/integration/tctl.test.ts) and the
-# tctl runbook commands (docs/TCTL.md):
-#   scripts/build-tctl.sh
-# Idempotent: when tctl is already there (TCTL_PATH, PATH, or the Go bin dir) it only prints its path.
-# Otherwise: go install github.com/temporalio/tctl/cmd/tctl@v1.18.4 into the Go bin dir
-# (GOBIN, else $(go env GOPATH)/bin, usually ~/go/bin). Needs Go and the Go module proxy.
-# Where the proxy will not serve the tctl module (here it answers 403 "This module version is not
-# available"), set TCTL_PATH to a tctl binary obtained some other way.
-# v1.18.4 reports itself as "tctl version 1.18.0" (the version string was not bumped after 1.18.0).
+# Builds tctl, Temporal's legacy CLI, for the tctl acceptance test (test/integration/tctl.test.ts, which
+# runs this on first use) and the tctl runbook commands (docs/TCTL.md):
+#   scripts/build-tctl.sh        # prints the binary's path as its last line of stdout
+# The binary is the Go module ops/tctl (tctl v1.18.0's command, pinned by our go.mod: the Go module proxy
+# serves v1.18.0 but refuses v1.18.1-v1.18.4, so `go install .../cmd/tctl@v1.18.4` fails), built with
+# `go build` into the user's cache, $XDG_CACHE_HOME/expiry-reminder/tctl (else ~/.cache/...), under a name
+# that changes with ops/tctl's files: idempotent, and an edit of the module builds a new one.
+# The first build takes 2-3 minutes on 2 cores (95-180 s measured; module downloads aside). Needs Go 1.25 or newer.
+# TCTL_PATH set to a tctl binary skips the build and uses that one.
 # tctl reached end of support on 2025-09-30; its successor is the `temporal` CLI (docs/TCTL.md).
 set -euo pipefail
 
-version=v1.18.4
-module=github.com/temporalio/tctl/cmd/tctl
-
-found() {
-  echo "tctl: $1"
-  "$1" --version 2>/dev/null | head -n 1 || true
-  exit 0
-}
+source_dir="$(cd "$(dirname "$0")/../ops/tctl" && pwd)"
 
 if [[ -n "${TCTL_PATH:-}" ]]; then
-  if [[ -x "$TCTL_PATH" ]]; then found "$TCTL_PATH"; fi
+  if [[ -x "$TCTL_PATH" && -f "$TCTL_PATH" ]]; then
+    echo "$TCTL_PATH"
+    exit 0
+  fi
   echo "error: TCTL_PATH=$TCTL_PATH is not an executable file" >&2
   exit 1
 fi
-if command -v tctl >/dev/null 2>&1; then found "$(command -v tctl)"; fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "error: tctl is not installed and Go is not on PATH, so it cannot be built." >&2
-  echo "  Install Go (https://go.dev/dl/, or Debian's golang-go) and re-run, or set TCTL_PATH to a tctl binary." >&2
+  echo "error: tctl is built with Go, and go is not on PATH: install Go 1.25 or newer (https://go.dev/dl/)," >&2
+  echo "  or set TCTL_PATH to a tctl binary." >&2
   exit 1
 fi
 
-gobin="$(go env GOBIN)"
-[[ -n "$gobin" ]] || gobin="$(go env GOPATH)/bin"
-if [[ -x "$gobin/tctl" ]]; then found "$gobin/tctl"; fi
-
-started=$(date +%s)
-echo "== go install $module@$version (into $gobin; takes a few minutes the first time)"
-if go install "$module@$version"; then
-  echo "== built in $(( $(date +%s) - started )) s"
-  found "$gobin/tctl"
+hash="$(cd "$source_dir" && cat go.mod go.sum main.go | sha256sum | cut -c1-12)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/expiry-reminder/tctl"
+binary="$cache/tctl-$hash"
+if [[ -x "$binary" ]]; then
+  echo "$binary"
+  exit 0
 fi
-echo "error: tctl $version could not be built with go install (output above)." >&2
-echo "  Here the Go module proxy refuses the tctl module (403 \"This module version is not available\")." >&2
-echo "  Set TCTL_PATH to a tctl binary you have; tctl is end of support (2025-09-30) and the temporal CLI" >&2
-echo "  covers the same commands (docs/TCTL.md). The tctl test skips itself without a binary." >&2
-exit 1
+
+mkdir -p "$cache"
+# Built aside and renamed into place, so a second build running meanwhile never leaves half a binary.
+staging="$binary.$$"
+trap 'rm -f "$staging"' EXIT
+started=$(date +%s)
+echo "== building tctl v1.18.0 (ops/tctl) into $cache: first run only, 2-3 minutes" >&2
+(cd "$source_dir" && go build -buildvcs=false -o "$staging" .) >&2
+mv "$staging" "$binary"
+echo "== built in $(($(date +%s) - started)) s: $("$binary" --version 2>/dev/null | head -n 1)" >&2
+echo "$binary"

@@ -23,7 +23,7 @@
 #    - the namespace the app services use is the one temporal-namespace registers
 #    - the Kafka image is the release of ops/kafka/pom.xml, and kafka-acls grants the topic of
 #      src/domain/names.ts
-# 5. secrets (scripts/check-compose-secrets.py, on the file as written): each container mounts its own
+# 5. secrets (scripts/check-compose-secrets.ts, on the file as written): each container mounts its own
 #    keys only (a table of container -> the certificate files it may see), and no command, entrypoint or
 #    health check passes a password as an argument (readable by anyone on the host in ps)
 # docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
@@ -53,7 +53,7 @@ fi
 
 # Interpolation must not depend on whoever runs this: the file's own defaults only, and placeholders for
 # the passwords it requires (it has no defaults for them).
-required_vars=(POSTGRES_PASSWORD WORKER_DB_PASSWORD RELAY_DB_PASSWORD TEMPORAL_DB_PASSWORD BROKER_SCRAM_PASSWORD
+required_vars=(POSTGRES_PASSWORD TEMPORAL_POSTGRES_PASSWORD WORKER_DB_PASSWORD RELAY_DB_PASSWORD SUPPORT_DB_PASSWORD TEMPORAL_DB_PASSWORD BROKER_SCRAM_PASSWORD
   BROKER_ADMIN_PASSWORD RELAY_SCRAM_PASSWORD BUILD_ID)
 unset_vars=(EXPIRY_REMINDER_IMAGE LOG_LEVEL TEMPORAL_LOG_LEVEL GRAFANA_ADMIN_PASSWORD DATABASE_POOL_SIZE DATABASE_STATEMENT_TIMEOUT DATABASE_IDLE_IN_TRANSACTION_TIMEOUT
   DATABASE_TCP_KEEPALIVE_IDLE REMINDER_THRESHOLDS_DAYS REMINDER_BATCH_SIZE
@@ -362,4 +362,4 @@ print("  SUCCESS")
 PY
 
 echo "== secrets: each container's own keys, no password on a command line"
-python3 scripts/check-compose-secrets.py "$compose"
+npm exec --offline -- tsx scripts/check-compose-secrets.ts "$compose"

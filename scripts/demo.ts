@@ -64,10 +64,13 @@ async function main(): Promise<void> {
   const stack = await startStack({ log: step });
   const cleanups: (() => Promise<void>)[] = [() => stack.stop()];
   try {
-    const { ownerUrl, workerUrl, relayUrl, applied } = await createMigratedDatabase(stack.postgres.adminUrl, {
-      name: 'expiry_reminder_demo',
-      recreate: true,
-    });
+    const { ownerUrl, workerUrl, relayUrl, supportUrl, applied } = await createMigratedDatabase(
+      stack.postgres.adminUrl,
+      {
+        name: 'expiry_reminder_demo',
+        recreate: true,
+      },
+    );
     step(`migrated database expiry_reminder_demo (${applied.length} migrations)`);
     const config = loadConfig({
       ...process.env,
@@ -200,10 +203,18 @@ async function main(): Promise<void> {
     }
     if (keep) {
       say('\nThe stack stays up (Ctrl-C stops it). To use it from another shell:');
+      // Each command's own role: the worker's for the worker, the relay's for `outbox …`, the support
+      // role's for `explain` and `cycle preview` (issue 38: without it, explain could not read the outbox).
       say(
         `  export TEMPORAL_ADDRESS=${stack.temporal.address} DATABASE_URL='${workerUrl}' KAFKA_BROKERS=${stack.kafkaBrokers}`,
       );
+      say(
+        `  export RELAY_DATABASE_URL='${relayUrl}' SUPPORT_DATABASE_URL='${supportUrl}'` +
+          (stack.temporal.uiUrl ? ` TEMPORAL_UI_URL=${stack.temporal.uiUrl}` : ''),
+      );
       say(`  npm run client -- schedule trigger`);
+      const [firstOwner, firstName] = [...names][0];
+      say(`  npm run client -- explain --owner ${firstOwner}   # ${firstName}, as the read-only support role`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

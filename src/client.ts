@@ -247,7 +247,10 @@ export function buildProgram(config: () => Config): Command {
     .action(async (buildId: string | undefined, opts: { allowUnversionedCycles?: boolean }, cmd: Command) => {
       const cfg = config();
       const version = buildId ?? cfg.temporal.buildId;
-      if (!version) cmd.error('error: give the build id (TEMPORAL_WORKER_BUILD_ID is not set here)', { exitCode: 64 });
+      if (!version)
+        cmd.error('error: give the build id (TEMPORAL_WORKER_BUILD_ID is not set here)', {
+          exitCode: EXIT_CODES.usage,
+        });
       print(await withClient(cfg, (c) => makeCurrent(c, cfg, version!, opts)));
     });
   deployment
@@ -265,9 +268,10 @@ export function buildProgram(config: () => Config): Command {
     .command('explain')
     .description(
       'why (not)? for one investor: each document with its verdict as of a day, its markers and the cycles that ' +
-        'wrote them, what the next cycle would send, and the outbox rows (read-only: the worker, DATABASE_URL; ' +
-        'the outbox as the relay, RELAY_DATABASE_URL); for a document still due, whether a cycle of the day met ' +
-        'its owner busy or failing (from Temporal: without it, the database answers alone)',
+        'wrote them, what the next cycle would send, and the outbox rows (read-only, as the support role: ' +
+        'SUPPORT_DATABASE_URL; without it the worker, DATABASE_URL, and the outbox as the relay, RELAY_DATABASE_URL); ' +
+        "judged with the settings the day's cycle recorded; for a document still due, whether a cycle of the day met " +
+        'its owner busy or failing, or stopped (from Temporal: without it, the database answers alone)',
     )
     .option('--owner <id>', "the investor's id (owner_user_id)", ownerId)
     .option('--document <id>', "a document's id: its owner is explained, this document shown", documentId)
@@ -275,7 +279,7 @@ export function buildProgram(config: () => Config): Command {
     .option('--json', 'print the answer as JSON')
     .action(async (opts: { owner?: string; document?: string; asOf?: string; json?: boolean }, cmd: Command) => {
       if ((opts.owner === undefined) === (opts.document === undefined)) {
-        cmd.error('error: give exactly one of --owner <id> or --document <id>', { exitCode: 64 });
+        cmd.error('error: give exactly one of --owner <id> or --document <id>', { exitCode: EXIT_CODES.usage });
       }
       const target = opts.owner !== undefined ? { ownerUserId: opts.owner } : { documentId: opts.document! };
       const answer = await explainCommand(config(), target, { asOfDate: opts.asOf ?? utcDate(new Date()) });

@@ -14,8 +14,10 @@ export { UnavailableError };
 export const EXIT_CODES = {
   /** Finished normally. */
   ok: 0,
-  /** Anything unexpected; the message carries the stack. */
+  /** Anything unexpected; the message carries the stack. Also commander's usage errors (an unknown option, a bad value). */
   failure: 1,
+  /** The client's command line names neither or both of two alternatives, e.g. `explain` without --owner or --document (EX_USAGE). */
+  usage: 64,
   /** A dependency is not in the state this process needs, e.g. the schema is not migrated (EX_UNAVAILABLE). */
   unavailable: 69,
   /** Invalid configuration; the message lists every bad variable (EX_CONFIG). */

@@ -35,6 +35,8 @@ export interface Summary {
   cycleVsA: Record<string, number | undefined>;
   /** The same against B, the database alone. */
   cycleVsB: Record<string, number | undefined>;
+  /** The same against B∥, the database alone with a session per partition. */
+  cycleVsBParallel: Record<string, number | undefined>;
 }
 
 /**
@@ -83,6 +85,7 @@ export function pathKey(label: string): string {
   if (label.startsWith('Temporal: repeat cycle after vacuum')) return 'repeat after vacuum';
   if (label.startsWith('Temporal: repeat cycle')) return 'repeat';
   if (/^A\b/.test(label)) return 'a';
+  if (label.startsWith('B∥')) return 'bpar';
   if (/^B\b/.test(label)) return 'b';
   if (label.startsWith('End to end')) return 'e2e';
   return label;
@@ -117,7 +120,14 @@ export function summarise(runs: readonly RunRecord[], revisions: readonly string
     }
     return byRevision;
   };
-  return { base, revisions: [...revisions], paths, cycleVsA: cycleVs('a'), cycleVsB: cycleVs('b') };
+  return {
+    base,
+    revisions: [...revisions],
+    paths,
+    cycleVsA: cycleVs('a'),
+    cycleVsB: cycleVs('b'),
+    cycleVsBParallel: cycleVs('bpar'),
+  };
 }
 
 /** Seconds with about three significant figures. */
@@ -148,6 +158,7 @@ export function formatTable(s: Summary, rounds: number): string[] {
   };
   ratioRow('cycle ÷ A (throughput)', s.cycleVsA);
   ratioRow('cycle ÷ B (throughput)', s.cycleVsB);
+  ratioRow('cycle ÷ B∥ (throughput)', s.cycleVsBParallel);
   lines.push(
     `median (min–max) of ${rounds} interleaved round${rounds === 1 ? '' : 's'}; ×: median time ÷ ${s.base}'s (above 1 is slower)`,
   );

@@ -15,7 +15,7 @@ import { startStack } from '../../scripts/stack';
 import { createMigratedDatabase, stackRolePasswords } from '../../scripts/stack/database';
 import type { BenchOptions, StackProfile } from '../options';
 import type { Bench, Workload } from '../workload';
-import { procStatusKb, scopeCpuToDescendantsOf } from './measure';
+import { countPostgresClusterApart, procStatusKb, scopeCpuToDescendantsOf } from './measure';
 import { buildWorkerCommand, spawnWorker, waitForPoller, type BenchWorker } from './worker';
 
 export interface Harness {
@@ -57,6 +57,15 @@ export async function startHarness(
     if (!options.keepDb) cleanups.push(() => database.drop());
     const admin = createPool({ connectionString: database.ownerUrl, max: 2 });
     cleanups.push(() => admin.end());
+    const temporalAdmin = env.STACK_TEMPORAL_DATABASE_ADMIN_URL
+      ? createPool({ connectionString: env.STACK_TEMPORAL_DATABASE_ADMIN_URL, max: 1 })
+      : undefined;
+    if (temporalAdmin) {
+      cleanups.push(() => temporalAdmin.end());
+      // Its processes are `postgres` too: counted as a group of their own, by their postmaster.
+      const { rows } = await temporalAdmin.query<{ pid: number }>('select pg_backend_pid() as pid');
+      countPostgresClusterApart(rows[0].pid);
+    }
     const running = new Set<BenchWorker>();
     cleanups.push(() => stopLeftRunning(running));
     const startWorker = async (taskQueue: string): Promise<BenchWorker> => {
@@ -79,7 +88,10 @@ export async function startHarness(
         },
       };
     };
-    return { bench: { options, profile, paths, env, client, namespace, database, admin, startWorker, say }, close };
+    return {
+      bench: { options, profile, paths, env, client, namespace, database, admin, temporalAdmin, startWorker, say },
+      close,
+    };
   } catch (err) {
     await close();
     throw err;
@@ -108,6 +120,8 @@ export async function startOrAdoptStack(
 ): Promise<Record<string, string>> {
   if (process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS) {
     const env: Record<string, string> = { STACK_DATABASE_ADMIN_URL: process.env.STACK_DATABASE_ADMIN_URL };
+    if (process.env.STACK_TEMPORAL_DATABASE_ADMIN_URL)
+      env.STACK_TEMPORAL_DATABASE_ADMIN_URL = process.env.STACK_TEMPORAL_DATABASE_ADMIN_URL;
     for (const [k, v] of Object.entries(process.env)) if (ADOPTED_VARIABLES.test(k) && v) env[k] = v;
     env.TEMPORAL_NAMESPACE ??= 'default';
     const adopted = stackProfileOf(env);

@@ -53,6 +53,21 @@ export function scopeCpuToDescendantsOf(pid: number | undefined): void {
   cpuScopeRoot = pid;
 }
 
+/**
+ * The postmaster of the production profile's PostgreSQL cluster of Temporal's stores: its processes are
+ * counted as `postgresTemporal`, apart from the job's cluster (`postgres`).
+ */
+let temporalPostmaster: number | undefined;
+
+/**
+ * Counts the PostgreSQL cluster that serves the backend `backendPid` (Temporal's) as `postgresTemporal` from
+ * now on: its postmaster is the backend's parent.
+ */
+export function countPostgresClusterApart(backendPid: number): void {
+  const parent = procStat(backendPid)?.[1];
+  temporalPostmaster = parent ? Number(parent) : undefined;
+}
+
 /** Where the stack caches the production Temporal server (`server`) and its Web UI (also `server`). */
 const TEMPORAL_SERVER_BINARY = /\/temporal-server-[^/]+\/server$/;
 
@@ -90,9 +105,9 @@ const TEMPORAL_BACKEND = /^postgres: temporal /;
 /**
  * CPU seconds (user + system) per process group: the worker (every worker process of `workerPids`), the Temporal server, PostgreSQL, the Kafka
  * broker, this process; only the stack's own processes once {@link scopeCpuToDescendantsOf} was called.
- * `postgresTemporalBackends` is the part of `postgres` spent in the live backends of the Temporal server's
- * role (the production profile keeps Temporal's stores in the same cluster): those connections live an
- * hour (ops/temporal/config.yaml), so a run's own are all in it; a backend reaped meanwhile is in `postgres` only.
+ * `postgresTemporal` is the production profile's cluster of Temporal's stores ({@link countPostgresClusterApart}),
+ * `postgres` the job's. `postgresTemporalBackends` is the CPU of the live backends of the Temporal server's
+ * role, wherever they run: those connections live an hour (ops/temporal/config.yaml), so a run's own are all in it.
  */
 export function cpuSnapshot(workerPids: number | readonly number[] = []): Record<string, number> {
   const workers = new Set(typeof workerPids === 'number' ? [workerPids] : workerPids);
@@ -101,6 +116,7 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     worker: 0,
     temporalServer: 0,
     postgres: 0,
+    ...(temporalPostmaster ? { postgresTemporal: 0 } : {}),
     kafka: 0,
     benchDriver: 0,
     other: 0,
@@ -132,11 +148,13 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     }
     return false;
   };
-  for (const [pid, { comm, cpu }] of processes) {
+  for (const [pid, { ppid, comm, cpu }] of processes) {
     if (!inScope(pid)) continue;
-    const key = workers.has(pid) ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
-    out[key] += cpu;
-    if (key === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
+    const group = workers.has(pid) ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
+    const ofTemporalCluster =
+      group === 'postgres' && temporalPostmaster !== undefined && [pid, ppid].includes(temporalPostmaster);
+    out[ofTemporalCluster ? 'postgresTemporal' : group] += cpu;
+    if (group === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
   }
   return out;
 }

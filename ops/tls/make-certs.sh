@@ -2,13 +2,18 @@
 # The stack's certificates: one CA, a server certificate per service, a client certificate per caller.
 #   ops/tls/make-certs.sh <dir> [extra-dns-name ...]
 # Writes into <dir> (created 0700): ca.pem/ca-key.pem, <name>.pem/<name>-key.pem for the servers
-# (postgres, temporal, kafka, ui) and the clients (worker, relay, client, cli, ui-client). Server
+# (postgres, temporal, kafka, ui) and the clients (worker, relay, client, cli, ui-client, support). Server
 # certificates name localhost, 127.0.0.1 and their compose service name, plus any extra names given.
 # Idempotent: an existing ca.pem is kept, and so is every certificate already there, so a stack that
 # restarts keeps trusting what it issued. The openssl CLI (not an npm library) because the compose file
 # runs this same script in a stock image, where openssl is present and node_modules is not.
 # Keys are PKCS#8 RSA 2048: PostgreSQL, Go (Temporal), Java's PEM key store (Kafka) and Node read it.
 set -euo pipefail
+
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "error: openssl is not on PATH; install it (Debian/Ubuntu: sudo apt-get install openssl)" >&2
+  exit 1
+fi
 
 dir="${1:?usage: make-certs.sh <dir> [extra-dns-name ...]}"
 shift
@@ -44,6 +49,7 @@ issue() {
 
 # Servers (serverAuth and clientAuth: Temporal's services also dial each other with theirs).
 issue postgres server postgres
+issue temporal-postgres server temporal-postgres
 issue temporal server temporal
 issue kafka server kafka
 issue ui server temporal-ui
@@ -53,6 +59,7 @@ issue relay client ""
 issue client client ""
 issue cli client ""
 issue ui-client client ""
+issue support client ""
 # Kafka's PEM key store (ssl.keystore.location) reads the key and its certificate from one file.
 cat kafka-key.pem kafka.pem >kafka-keystore.pem
 rm -f ca.srl

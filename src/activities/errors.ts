@@ -64,9 +64,11 @@ export function isConnectionError(err: unknown, depth = 0): boolean {
 
 /**
  * Wraps an error for Temporal: permanent ones become non-retryable with their SQLSTATE as the type;
- * the message never carries a connection password.
+ * the message never carries a connection password. An `ApplicationFailure` is returned unchanged.
  */
 export function toActivityFailure(err: unknown): Error {
+  // Already decided by the code that threw it (e.g. a missing scan position is permanent): kept as it is.
+  if (err instanceof ApplicationFailure) return err;
   const e = err as Error & { code?: string };
   const message = redactUrl(e?.message ?? String(err));
   if (isPermanentDatabaseError(err)) {

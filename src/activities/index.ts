@@ -6,7 +6,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { partitionCount, pruneCutoffFor, type CycleSettings, type PartitionRef } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { countDueDocumentsUpTo, idRanges, selectCandidatePage, type CandidateWindow } from '../db/candidates';
-import { deleteScanPositions, selectScanPosition, upsertScanPosition } from '../db/scan-positions';
+import { deleteScanPositions, insertScanPosition, selectScanPosition } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import { toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -150,13 +150,14 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
         const hasNext = rows.length === input.batchSize;
         if (hasNext) {
           const last = rows[rows.length - 1];
-          await upsertScanPosition(pool, {
+          await insertScanPosition(pool, {
             firstRunId: input.cycleId,
             jobRunId: input.jobRunId,
             page: input.page,
             expiresAt: last.expires_at,
             id: last.id,
             attempt,
+            first: { expiresAt: rows[0].expires_at, id: rows[0].id },
           });
         }
         // Still under the field's old name: a workflow worker of the release before reads only that one

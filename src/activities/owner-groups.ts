@@ -9,13 +9,7 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import {
-  busyClaim,
-  LOCK_NOT_AVAILABLE,
-  remindOwnersReadingBack,
-  type OwnerClaim,
-  type QueuedByEarlierAttempt,
-} from '../db/reminders';
+import { remindOwnersReadingBack, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -76,7 +70,7 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
     ownerUserIds: string[],
     queuedBy: string,
     readBack: boolean,
-    waitForLocksMs?: number,
+    waitForLocksUntil?: number,
   ): Promise<OwnerClaim[]> {
     const keysOf = (ownerUserId: string): string[] => {
       const earlier = input.earlierQueuedBy?.[ownerUserId] ?? [];
@@ -96,15 +90,9 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
           queuedBy,
         },
         keysOf,
-        { waitForLocksMs },
+        { waitForLocksUntil },
       );
       return mergeEarlier(fresh, earlier);
-    }).catch((err: unknown) => {
-      // Held past the wait: busy, as a claim that does not wait would have found them.
-      if (waitForLocksMs !== undefined && (err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
-        return ownerUserIds.map((ownerUserId) => busyClaim(ownerUserId));
-      }
-      throw err;
     });
     reportClaims(claims, input.jobRunId);
     return claims;
@@ -210,11 +198,11 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
     input: RemindOwnersInput,
     queuedBy: string,
     attempt: number,
-    { waitForLocksMs }: { waitForLocksMs?: number } = {},
+    { waitForLocksUntil }: { waitForLocksUntil?: number } = {},
   ): Promise<RemindOwnersResult> {
     try {
       return summarise(
-        await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1, waitForLocksMs),
+        await remindInTransaction(input, input.ownerUserIds, queuedBy, attempt > 1, waitForLocksUntil),
         [],
         queuedBy,
       );

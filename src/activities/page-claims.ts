@@ -21,7 +21,7 @@ import {
 import { selectAndLockPage } from '../db/page-claim';
 import { withTransaction } from '../db/pool';
 import { busyClaim, remindLockedOwners, type OwnerClaim } from '../db/reminders';
-import { selectScanPosition, upsertScanPosition } from '../db/scan-positions';
+import { insertScanPosition, selectRecordedPage, selectScanPosition, type RecordedPage } from '../db/scan-positions';
 import { describeFailure } from '../domain/failures';
 import { currentTraceparent } from '../observability/tracing';
 import { isPermanentDatabaseError, toActivityFailure } from './errors';
@@ -76,8 +76,8 @@ export interface ClaimPageResult extends RemindOwnersResult {
 const PAGES_BUDGET_MS = 1_000;
 
 /**
- * How long a page's second try waits for the transactions that hold its busy owners; an owner held longer
- * is reported busy, for the partition's own retry.
+ * How long a page's second try waits, in all, for the transactions that hold its busy owners; an owner still
+ * held then is reported busy, for the partition's own retry.
  */
 const BUSY_WAIT_MS = 2_000;
 
@@ -87,7 +87,7 @@ interface GroupClaims {
     input: RemindOwnersInput,
     queuedBy: string,
     attempt: number,
-    options?: { waitForLocksMs?: number },
+    options?: { waitForLocksUntil?: number },
   ) => Promise<RemindOwnersResult>;
   reportClaims: (claims: readonly OwnerClaim[], jobRunId: string) => void;
 }
@@ -150,6 +150,8 @@ export function createPageClaims(
           attempt,
           lockFirst: Math.max(1, input.ownerConcurrency),
         });
+        // Rolled back: the page's recorded ends, not this read, say which owners it has.
+        if (read.recordedBefore) throw new PageRecordedBefore();
         await tx.query(PAGE_PLAN_UNPIN);
         const locked = await remindLockedOwners(tx, {
           ownerUserIds: read.locked,
@@ -179,11 +181,14 @@ export function createPageClaims(
   async function readRecordedPage(
     input: ClaimPageInput,
     after: PageCursor | null,
-    through: PageCursor,
+    recorded: RecordedPage,
   ): Promise<PageRead> {
     const range = idRanges(input.partition.count)[input.partition.index];
-    const { ownerUserIds, documents } = await selectPageOwners(pool, input.window, after, through, range);
-    const rest = await selectCandidatePage(pool, input.window, through, 1, 1, range);
+    // From the page's own first row: the page's work, whatever lies between the page before and it (a first
+    // page starts at the window's lower bound). Pages recorded before migration 016 start after the page before.
+    const from = recorded.first ? { first: recorded.first } : { after };
+    const { ownerUserIds, documents } = await selectPageOwners(pool, input.window, from, recorded.end, range);
+    const rest = await selectCandidatePage(pool, input.window, recorded.end, 1, 1, range);
     return { ownerUserIds, documentCount: documents, hasNext: rest.length > 0 };
   }
 
@@ -191,19 +196,25 @@ export function createPageClaims(
    * A page read without claiming, its end recorded first: the path of a page whose one-transaction claim
    * failed for good or on the last attempt, so that its groups can isolate a failing owner.
    */
-  async function readNewPage(input: ClaimPageInput, after: PageCursor | null, attempt: number): Promise<PageRead> {
+  async function readNewPage(
+    input: ClaimPageInput,
+    after: PageCursor | null,
+    attempt: number,
+  ): Promise<PageRead | PageRecordedBefore> {
     const range = idRanges(input.partition.count)[input.partition.index];
     const rows = await selectCandidatePage(pool, input.window, after, input.batchSize, 1, range);
-    const last = rows[rows.length - 1];
+    const [first, last] = [rows[0], rows[rows.length - 1]];
     if (last) {
-      await upsertScanPosition(pool, {
+      const recordedHere = await insertScanPosition(pool, {
         firstRunId: input.cycleId,
         jobRunId: input.jobRunId,
         page: input.page,
         expiresAt: last.expires_at,
         id: last.id,
         attempt,
+        first: { expiresAt: first.expires_at, id: first.id },
       });
+      if (!recordedHere) return new PageRecordedBefore();
     }
     return {
       ownerUserIds: [...new Set(rows.map((r) => r.owner_user_id))],
@@ -222,7 +233,7 @@ export function createPageClaims(
     ownerUserIds: string[],
     queuedBy: string,
     attempt: number,
-    options: { waitForLocksMs?: number } = {},
+    options: { waitForLocksUntil?: number } = {},
   ): Promise<RemindOwnersResult[]> {
     const size = Math.max(1, input.ownerConcurrency);
     const results: RemindOwnersResult[] = [];
@@ -245,14 +256,10 @@ export function createPageClaims(
     seen: ReadonlySet<string>,
   ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
     const after = await previousEnd(input).catch(rethrowForTemporal);
-    const through =
-      attempt > 1 ? await selectScanPosition(pool, input.cycleId, input.page).catch(rethrowForTemporal) : undefined;
-    if (through) {
-      const page = await readRecordedPage(input, after, through).catch(rethrowForTemporal);
-      const unseen = page.ownerUserIds.filter((owner) => !seen.has(owner));
-      return { page, results: await claimGroups(input, unseen, queuedBy, attempt) };
-    }
+    const recorded = attempt > 1 ? await recordedPage(input) : undefined;
+    if (recorded) return recordedTries(input, after, recorded, queuedBy, attempt, seen);
     const claimed = await claimNewPage(input, after, queuedBy, attempt).catch((err: unknown) => {
+      if (err instanceof PageRecordedBefore) return err;
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(
         { jobRunId: input.jobRunId, page: input.page, attempt, error: describeFailure(toActivityFailure(err)) },
@@ -260,6 +267,9 @@ export function createPageClaims(
       );
       return undefined;
     });
+    if (claimed instanceof PageRecordedBefore) {
+      return recordedTries(input, after, await recordedPage(input, true), queuedBy, attempt, seen);
+    }
     if (claimed) {
       return {
         page: claimed.page,
@@ -267,7 +277,35 @@ export function createPageClaims(
       };
     }
     const page = await readNewPage(input, after, attempt).catch(rethrowForTemporal);
+    if (page instanceof PageRecordedBefore) {
+      return recordedTries(input, after, await recordedPage(input, true), queuedBy, attempt, seen);
+    }
     return { page, results: await claimGroups(input, page.ownerUserIds, queuedBy, attempt) };
+  }
+
+  /** Page `input.page` as recorded, if it was; with `required`, its absence is an error to retry. */
+  async function recordedPage(input: ClaimPageInput, required: true): Promise<RecordedPage>;
+  async function recordedPage(input: ClaimPageInput): Promise<RecordedPage | undefined>;
+  async function recordedPage(input: ClaimPageInput, required = false): Promise<RecordedPage | undefined> {
+    const recorded = await selectRecordedPage(pool, input.cycleId, input.page).catch(rethrowForTemporal);
+    if (!recorded && required) {
+      throw ApplicationFailure.retryable(`page ${input.page} was recorded by another transaction, then not found`);
+    }
+    return recorded;
+  }
+
+  /** The first tries of a page recorded before: its owners between its recorded ends, read again and claimed. */
+  async function recordedTries(
+    input: ClaimPageInput,
+    after: PageCursor | null,
+    recorded: RecordedPage,
+    queuedBy: string,
+    attempt: number,
+    seen: ReadonlySet<string>,
+  ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
+    const page = await readRecordedPage(input, after, recorded).catch(rethrowForTemporal);
+    const unseen = page.ownerUserIds.filter((owner) => !seen.has(owner));
+    return { page, results: await claimGroups(input, unseen, queuedBy, attempt) };
   }
 
   /**
@@ -287,8 +325,9 @@ export function createPageClaims(
     // An owner busy here is most often held by another partition claiming the same owner's documents in
     // the other's id range, for the milliseconds of its transaction: a second try that waits for that
     // transaction to end claims it, or finds it done, without a workflow timer and another activity.
-    const again =
-      busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksMs: BUSY_WAIT_MS }) : [];
+    // The wait is the page's, in all: each lock waits for what is left of it.
+    const waitForLocksUntil = Date.now() + BUSY_WAIT_MS;
+    const again = busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksUntil }) : [];
     return {
       ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
       ownersFoundBusy: busy.length,
@@ -385,4 +424,15 @@ function sumResults(results: RemindOwnersResult[], queuedBy: string): RemindOwne
   }
   if (sum.busyOwnerIds.length > 0) sum.busyQueuedBy = queuedBy;
   return sum;
+}
+
+/**
+ * A page whose ends another attempt or activity recorded first: the read that found it is dropped (its
+ * transaction rolled back) and the page is read again between the recorded ends.
+ */
+class PageRecordedBefore extends Error {
+  constructor() {
+    super('the page was recorded before');
+    this.name = 'PageRecordedBefore';
+  }
 }

@@ -116,13 +116,18 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
     databaseUrl: v.DATABASE_URL,
     migrationDatabaseUrl: v.MIGRATION_DATABASE_URL ?? v.DATABASE_URL,
     relayDatabaseUrl: v.RELAY_DATABASE_URL ?? v.DATABASE_URL,
+    ...(v.SUPPORT_DATABASE_URL ? { supportDatabaseUrl: v.SUPPORT_DATABASE_URL } : {}),
     databasePoolSize: v.DATABASE_POOL_SIZE,
     databaseSession: {
       statementTimeoutMs: v.DATABASE_STATEMENT_TIMEOUT,
       idleInTransactionTimeoutMs: v.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT,
       tcpKeepaliveIdleMs: v.DATABASE_TCP_KEEPALIVE_IDLE,
     },
-    rolePasswords: { worker: v.EXPIRY_REMINDER_WORKER_PASSWORD, relay: v.OUTBOX_RELAY_PASSWORD },
+    rolePasswords: {
+      worker: v.EXPIRY_REMINDER_WORKER_PASSWORD,
+      relay: v.OUTBOX_RELAY_PASSWORD,
+      support: v.EXPIRY_REMINDER_SUPPORT_PASSWORD,
+    },
     temporal: {
       address: temporal.profile.address ?? DEFAULT_TEMPORAL_ADDRESS,
       namespace: temporal.profile.namespace ?? 'default',

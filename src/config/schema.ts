@@ -38,12 +38,14 @@ export const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   RELAY_DATABASE_URL: postgresUrl.optional(),
+  SUPPORT_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: fromText(wholeNumber(1, 200)).default(20),
   DATABASE_STATEMENT_TIMEOUT: fromText(durationOrZero('1m')).default(60_000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT: fromText(durationOrZero('30s')).default(30_000),
   DATABASE_TCP_KEEPALIVE_IDLE: fromText(durationOrZero('30s')).default(30_000),
   EXPIRY_REMINDER_WORKER_PASSWORD: z.string().min(1).optional(),
   OUTBOX_RELAY_PASSWORD: z.string().min(1).optional(),
+  EXPIRY_REMINDER_SUPPORT_PASSWORD: z.string().min(1).optional(),
   // The connection itself (API key, TLS files, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) is read by
   // loadTemporalProfile; these are checked here because a typo in them should stop the process too.
   TEMPORAL_ADDRESS: temporalAddress.optional(),

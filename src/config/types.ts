@@ -11,11 +11,16 @@ export interface Config {
   migrationDatabaseUrl?: string;
   /** The relay's connection (and the outbox commands'); defaults to `databaseUrl`. */
   relayDatabaseUrl?: string;
+  /**
+   * The support role's connection (`explain` only: reads what it needs, writes nothing); without it,
+   * `explain` reads as the worker (`databaseUrl`) and the relay (`relayDatabaseUrl`).
+   */
+  supportDatabaseUrl?: string;
   databasePoolSize: number;
   /** Session limits of the worker's connections (0 turns one off); see `SessionLimits` in db/pool.ts. */
   databaseSession: SessionLimits;
-  /** Passwords `migrate` sets on the two roles it creates, when given (local stacks; production sets them elsewhere). */
-  rolePasswords: { worker?: string; relay?: string };
+  /** Passwords `migrate` sets on the roles it creates, when given (local stacks; production sets them elsewhere). */
+  rolePasswords: { worker?: string; relay?: string; support?: string };
   temporal: {
     address: string;
     namespace: string;

@@ -237,27 +237,30 @@ export async function selectCandidatePage(
 }
 
 /**
- * The owners of the documents in the window whose keys lie in `(after, through]` and whose ids lie in
- * `range`, in scan order, each once, and how many documents that is: a page read before, found again by its bounds. Unlike the page statement
- * it does not leave out reminded documents, so a retry finds the owners that an earlier attempt of the page
- * claimed (their documents are reminded now) and reads back what it queued; an owner whose documents in the
- * range were reminded before is claimed again and finds nothing due.
+ * The owners of the documents in the window whose keys lie between `from` and `through` (inclusive) and whose
+ * ids lie in `range`, in scan order, each once, and how many documents that is: a page read before, found
+ * again by its bounds. `from` is the page's recorded first row, or, for a page recorded without it, the end
+ * of the page before (exclusive; null: the window's start). Unlike the page statement it does not leave out
+ * reminded documents, so a retry finds the owners that an earlier attempt of the page claimed (their
+ * documents are reminded now) and reads back what it queued; an owner whose documents in the range were
+ * reminded before is claimed again and finds nothing due.
  */
 export async function selectPageOwners(
   db: Queryable,
   window: CandidateWindow,
-  after: PageCursor | null,
+  from: { first: PageCursor } | { after: PageCursor | null },
   through: PageCursor,
   range: IdRange = [NIL_UUID, null],
 ): Promise<{ ownerUserIds: string[]; documents: number }> {
   const bounds = scanBounds(window, await selectPruneCutoff(db));
-  const from = scanStart(bounds, after);
+  const [start, sql] =
+    'first' in from ? [from.first, PAGE_OWNERS_FROM_FIRST_SQL] : [scanStart(bounds, from.after), PAGE_OWNERS_AFTER_SQL];
   const { rows } = await inPagePlan(db, (q) =>
-    q.query<{ owner_user_id: string }>(PAGE_OWNERS_SQL, [
+    q.query<{ owner_user_id: string }>(sql, [
       bounds.from,
       bounds.to,
-      from.expiresAt,
-      from.id,
+      start.expiresAt,
+      start.id,
       through.expiresAt,
       through.id,
       range[0],
@@ -268,14 +271,16 @@ export async function selectPageOwners(
 }
 
 /** {@link selectPageOwners}' statement: the page statement's walk of the index, between two keys. */
-const PAGE_OWNERS_SQL = `select d.owner_user_id
+const pageOwnersSql = (lower: '>' | '>=') => `select d.owner_user_id
        from profile.person_documents d
       where ${windowSql('d', '$1::date', '$2::date')}
-        and (d.expires_at, d.id) > ($3::date, $4::uuid)
+        and (d.expires_at, d.id) ${lower} ($3::date, $4::uuid)
         and (d.expires_at, d.id) <= ($5::date, $6::uuid)
         and d.id >= $7::uuid
         and ($8::uuid is null or d.id < $8::uuid)
       order by d.expires_at, d.id`;
+const PAGE_OWNERS_FROM_FIRST_SQL = pageOwnersSql('>=');
+const PAGE_OWNERS_AFTER_SQL = pageOwnersSql('>');
 
 /** `[from, until)` of the UUID space; `until` null: to the end. */
 export type IdRange = [string, string | null];

@@ -27,27 +27,39 @@ export async function selectOwnerDocuments(db: Queryable, ownerUserId: string): 
   return rows;
 }
 
-/** The owner's markers, by document. */
-export async function selectOwnerMarkers(db: Queryable, ownerUserId: string): Promise<Map<string, ExplainedMarker[]>> {
-  const { rows } = await db.query<ExplainedMarker & { documentId: string }>(
-    `select document_id as "documentId", threshold_days as "thresholdDays",
-            to_char(reminded_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "remindedAt",
-            queued_by as "queuedBy"
-       from profile.document_expiry_reminders
-      where owner_user_id = $1
-      order by document_id, threshold_days desc`,
+/**
+ * The markers of the owner's documents, by document, whoever they were written for: a document that changed
+ * owner keeps its markers (the scan's due rule reads them by document), written for the owner of that day.
+ */
+export async function selectMarkersOfOwnerDocuments(
+  db: Queryable,
+  ownerUserId: string,
+): Promise<Map<string, ExplainedMarker[]>> {
+  const { rows } = await db.query<
+    Omit<ExplainedMarker, 'previousOwnerUserId'> & { documentId: string; writtenFor: string }
+  >(
+    `select r.document_id as "documentId", r.threshold_days as "thresholdDays",
+            to_char(r.reminded_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as "remindedAt",
+            r.queued_by as "queuedBy", r.owner_user_id as "writtenFor"
+       from profile.person_documents d
+       join profile.document_expiry_reminders r on r.document_id = d.id
+      where d.owner_user_id = $1
+      order by r.document_id, r.threshold_days desc`,
     [ownerUserId],
   );
   const byDocument = new Map<string, ExplainedMarker[]>();
-  for (const { documentId, ...marker } of rows) {
-    byDocument.set(documentId, [...(byDocument.get(documentId) ?? []), marker]);
+  for (const { documentId, writtenFor, ...marker } of rows) {
+    const m: ExplainedMarker = writtenFor === ownerUserId ? marker : { ...marker, previousOwnerUserId: writtenFor };
+    byDocument.set(documentId, [...(byDocument.get(documentId) ?? []), m]);
   }
   return byDocument;
 }
 
-/** One of the owner's events in the outbox (the relay's role reads it; the payload's document ids only). */
+/** One of the owner's events in the outbox (the payload's document ids only). */
 export interface OwnerEvent {
   eventId: string;
+  /** The owner it was sent to (its Kafka key): the document's owner of that day. */
+  messageKey: string;
   /** The cycle that wrote it (its workflow id). */
   correlationId: string;
   createdAt: string;
@@ -62,10 +74,13 @@ export interface OwnerEvent {
   documents: { documentId: string; thresholdDays: number }[];
 }
 
-/** The owner's outbox rows (its key), oldest first: those not yet deleted past OUTBOX_RETENTION. */
-export async function selectOwnerEvents(db: Queryable, ownerUserId: string): Promise<OwnerEvent[]> {
+/**
+ * The outbox rows keyed by `ownerUserIds`, oldest first: those not yet deleted past OUTBOX_RETENTION. Read
+ * through `ix_outbox_messages_key` (migration 017): an owner's rows, never the table.
+ */
+export async function selectOwnerEvents(db: Queryable, ownerUserIds: readonly string[]): Promise<OwnerEvent[]> {
   const { rows } = await db.query<OwnerEvent>(
-    `select id as "eventId", correlation_id as "correlationId",
+    `select id as "eventId", message_key as "messageKey", correlation_id as "correlationId",
             to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "createdAt",
             to_char(published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "publishedAt",
             attempts, retries,
@@ -78,9 +93,9 @@ export async function selectOwnerEvents(db: Queryable, ownerUserId: string): Pro
                                                            'thresholdDays', (d->>'thresholdDays')::int))
                         from jsonb_array_elements(payload->'documents') d), '[]') as documents
        from profile.outbox_messages
-      where message_key = $1
+      where message_key = any($1::varchar[])
       order by created_at, id`,
-    [ownerUserId],
+    [ownerUserIds],
   );
   return rows;
 }

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { migrate } from 'postgres-migrations';
-import { RELAY_ROLE, WORKER_ROLE } from '../domain/names';
+import { RELAY_ROLE, SUPPORT_ROLE, WORKER_ROLE } from '../domain/names';
 import { explainingClient } from './connection-errors';
 import { connectionOptions } from './pool';
 
@@ -14,7 +14,7 @@ export interface MigrateOptions {
   /** Owner connection: creates schema, tables and roles. */
   connectionString: string;
   /** Set these passwords on the roles (idempotent); leave unset where passwords are managed elsewhere. */
-  rolePasswords?: { worker?: string; relay?: string };
+  rolePasswords?: { worker?: string; relay?: string; support?: string };
   log?: (message: string) => void;
 }
 
@@ -33,6 +33,7 @@ export async function runMigrations(options: MigrateOptions): Promise<string[]> 
     for (const [role, password] of [
       [WORKER_ROLE, options.rolePasswords?.worker],
       [RELAY_ROLE, options.rolePasswords?.relay],
+      [SUPPORT_ROLE, options.rolePasswords?.support],
     ] as const) {
       if (password) await setRolePassword(client, role, password);
     }

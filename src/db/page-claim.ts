@@ -14,7 +14,7 @@ import {
 } from './candidates';
 import type { Queryable } from './pool';
 import { ownerLockKeySql } from './reminders';
-import { upsertScanPositionSql } from './scan-positions';
+import { insertScanPositionSql } from './scan-positions';
 
 /** Which page to read, where to record its end, and how many of its owners to lock. */
 export interface PageToClaim {
@@ -42,20 +42,35 @@ export interface ReadPage {
   /** Owners of the first group another transaction held. */
   busy: string[];
   documentCount: number;
+  /**
+   * The page had rows but its ends were recorded before (by an earlier attempt, or another activity asked for
+   * the same page): this read may differ from that one, so the caller rolls back and reads the recorded page.
+   */
+  recordedBefore: boolean;
 }
 
 /**
  * Reads page `p.page` (the page statement, its plan pinned by the transaction: `PAGE_CLAIM_BEGIN`),
- * records its end when it has rows, and tries the owner locks of its first `p.lockFirst` owners. The
+ * records its first row and its end when it has rows (unless recorded already), and tries the owner locks of its first `p.lockFirst` owners. The
  * locks are taken in scan order without waiting, as {@link lockOwners} does for a group.
  */
 export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<ReadPage> {
   const pageParams = candidatePageParams(p.window, p.bounds, p.after, p.limit, p.range[0], p.range[1]);
-  const { rows } = await db.query<{ owner_user_id: string; locked: boolean | null; documents: number }>(
+  const { rows } = await db.query<{
+    owner_user_id: string;
+    locked: boolean | null;
+    documents: number;
+    recorded: boolean;
+  }>(
     `with page as materialized (${CANDIDATE_PAGE_SQL}),
      last_row as (select expires_at, id from page order by expires_at desc, id desc limit 1),
+     first_row as (select expires_at, id from page order by expires_at, id limit 1),
      position as (
-       ${upsertScanPositionSql('select $10::uuid, $11::int, $12::text, l.expires_at, l.id, $13::int from last_row l')}
+       ${insertScanPositionSql(
+         `select $10::uuid, $11::int, $12::text, l.expires_at, l.id, $13::int, f.expires_at, f.id
+            from last_row l, first_row f`,
+       )}
+       returning 1
      ),
      owners as (
        select owner_user_id, min(n) as first_row
@@ -65,7 +80,8 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
      ranked as (select owner_user_id, row_number() over (order by first_row) as rank from owners)
      select r.owner_user_id,
             case when r.rank <= $14 then pg_try_advisory_xact_lock(${ownerLockKeySql('r.owner_user_id')}) end as locked,
-            (select count(*)::int from page) as documents
+            (select count(*)::int from page) as documents,
+            exists (select from position) as recorded
        from ranked r
       order by r.rank`,
     [...pageParams, p.cycleId, p.page, p.jobRunId, p.attempt, p.lockFirst],
@@ -75,5 +91,6 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
     locked: rows.filter((r) => r.locked === true).map((r) => r.owner_user_id),
     busy: rows.filter((r) => r.locked === false).map((r) => r.owner_user_id),
     documentCount: rows[0]?.documents ?? 0,
+    recordedBefore: rows.length > 0 && !rows[0].recorded,
   };
 }

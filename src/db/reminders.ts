@@ -186,20 +186,20 @@ export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersPa
  * `keysOf` names for each locked owner committed before ({@link selectQueuedBy}): an earlier attempt of the
  * same activity, or the activity that found the owner busy. Read after the locks, so it sees every commit of
  * a transaction that held the owner before (it held the lock until it committed), and before the claim, so
- * it never sees what this claim inserts: each reminder is counted once. With `waitForLocksMs`, the locks wait
- * for their holders ({@link waitForOwnerLocks}) instead of leaving held owners alone.
+ * it never sees what this claim inserts: each reminder is counted once. With `waitForLocksUntil` (epoch ms),
+ * the locks wait for their holders until then ({@link waitForOwnerLocks}) instead of leaving held owners alone.
  */
 export async function remindOwnersReadingBack(
   db: Queryable,
   p: RemindOwnersParams,
   keysOf: (ownerUserId: string) => readonly string[],
-  { waitForLocksMs }: { waitForLocksMs?: number } = {},
+  { waitForLocksUntil }: { waitForLocksUntil?: number } = {},
 ): Promise<{ claims: OwnerClaim[]; earlier: QueuedByEarlierAttempt[] }> {
   const requested = [...new Set(p.ownerUserIds)];
   const locked =
-    waitForLocksMs === undefined
+    waitForLocksUntil === undefined
       ? await lockOwners(db, requested)
-      : await waitForOwnerLocks(db, requested, waitForLocksMs);
+      : await waitForOwnerLocks(db, requested, waitForLocksUntil);
   const pairs = locked.flatMap((ownerUserId) => keysOf(ownerUserId).map((queuedBy) => ({ ownerUserId, queuedBy })));
   const earlier = pairs.length > 0 ? await selectQueuedBy(db, pairs, p) : [];
   const claims = new Map((await remindLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
@@ -228,28 +228,51 @@ export async function lockOwners(db: Queryable, ownerUserIds: readonly string[])
   return rows.map((r) => r.owner_user_id);
 }
 
+/** SQLSTATE of a lock that `lock_timeout` gave up on ({@link waitForOwnerLocks}). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 /**
- * Takes the owner lock of each of `ownerUserIds`, waiting for a transaction that holds one to end, at most
- * `timeoutMs` in all (`lock_timeout` of the caller's transaction; past it the statement fails with
- * {@link LOCK_NOT_AVAILABLE} and the transaction is lost). The locks are taken in the order of their keys:
- * two transactions that wait this way cannot deadlock, and one that takes its locks without waiting
- * ({@link lockOwners}) never waits at all.
- * @returns all of `ownerUserIds`, now locked by the caller's transaction.
+ * Takes the owner lock of each of `ownerUserIds`, waiting for a transaction that holds one to end, until
+ * `untilMs` (epoch milliseconds) in all: each lock waits at most what is left of that budget (`lock_timeout`,
+ * in a savepoint, so an owner given up on leaves the locks taken before it), and once it is spent the rest
+ * are taken only if free. The locks are taken in the order of their keys: two transactions that wait this
+ * way cannot deadlock, and one that takes its locks without waiting ({@link lockOwners}) never waits at all.
+ * @returns the owners now locked by the caller's transaction.
  */
-async function waitForOwnerLocks(db: Queryable, ownerUserIds: readonly string[], timeoutMs: number): Promise<string[]> {
-  await db.query(`select set_config('lock_timeout', $1, true)`, [`${Math.max(1, Math.round(timeoutMs))}ms`]);
+async function waitForOwnerLocks(db: Queryable, ownerUserIds: readonly string[], untilMs: number): Promise<string[]> {
   const { rows } = await db.query<{ owner_user_id: string }>(
-    `select s.id as owner_user_id, pg_advisory_xact_lock(s.lock_key)::text as locked
-       from (select o.id, ${ownerLockKeySql('o.id')} as lock_key
-               from unnest($1::uuid[]) as o(id)
-              order by 2) s`,
+    `select o.id as owner_user_id from unnest($1::uuid[]) as o(id) order by ${ownerLockKeySql('o.id')}`,
     [ownerUserIds],
   );
-  return rows.map((r) => r.owner_user_id);
+  const locked: string[] = [];
+  let index = 0;
+  for (; index < rows.length; index += 1) {
+    const waitMs = Math.round(untilMs - Date.now());
+    if (waitMs < 1) break;
+    const ownerUserId = rows[index].owner_user_id;
+    if (await waitForOwnerLock(db, ownerUserId, waitMs)) locked.push(ownerUserId);
+  }
+  const rest = rows.slice(index).map((r) => r.owner_user_id);
+  if (rest.length > 0) locked.push(...(await lockOwners(db, rest)));
+  await db.query('SET LOCAL lock_timeout TO DEFAULT');
+  return locked;
 }
 
-/** SQLSTATE of a lock that `lock_timeout` gave up on ({@link waitForOwnerLocks}). */
-export const LOCK_NOT_AVAILABLE = '55P03';
+/** One owner's lock, waiting at most `waitMs` for its holder; false when it was still held then. */
+async function waitForOwnerLock(db: Queryable, ownerUserId: string, waitMs: number): Promise<boolean> {
+  await db.query('SAVEPOINT owner_lock');
+  try {
+    await db.query(`select set_config('lock_timeout', $1, true)`, [`${waitMs}ms`]);
+    await db.query(`select pg_advisory_xact_lock(${ownerLockKeySql('$1::uuid')})::text`, [ownerUserId]);
+    await db.query('RELEASE SAVEPOINT owner_lock');
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+    await db.query('ROLLBACK TO SAVEPOINT owner_lock');
+    await db.query('RELEASE SAVEPOINT owner_lock');
+    return false;
+  }
+}
 
 /** The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}. */
 const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),

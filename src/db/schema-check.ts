@@ -118,6 +118,8 @@ const WORKER_TABLES: readonly ExpectedTable[] = [
       document_id: 'uuid',
       attempt: 'integer',
       created_at: 'timestamptz',
+      first_expires_at: 'date',
+      first_document_id: 'uuid',
     },
   },
   {

@@ -24,6 +24,13 @@ export interface ExplainedMarker {
   remindedAt: string;
   /** `<run id>/<activity id>` of the owner transaction that inserted it; null for markers before it was kept. */
   queuedBy: string | null;
+  /** The owner it was written for, when that is not the document's owner now (the document changed owner). */
+  previousOwnerUserId?: string;
+  /**
+   * The workflow of `queuedBy`'s run (a partition's own id for a partitioned cycle), as Temporal's visibility
+   * lists it: `temporal workflow show --workflow-id <it> --run-id <run>` opens the run. Absent when not read.
+   */
+  workflowId?: string;
 }
 
 /** The day and the rule `explain` reads a document against. */
@@ -35,17 +42,25 @@ export interface ExplainWindow {
   pruneCutoff: string | null;
 }
 
-type Verdict =
-  | 'deleted'
-  | 'inactive'
-  | 'no-expiry'
-  | 'not-due'
-  | 'past-retention'
-  | 'pruned'
-  | 'reminded'
-  | 'due'
-  | 'waiting'
-  | 'failed';
+/**
+ * Every verdict `explain` gives, in the order its rules apply (`waiting` and `failed` come from the day's
+ * cycles). These are the words it prints, the JSON values and the words of docs/OPERATIONS.md's support
+ * section (a unit test reads all three).
+ */
+export const VERDICTS = [
+  'deleted',
+  'inactive',
+  'no-expiry',
+  'past-retention',
+  'pruned',
+  'not-due',
+  'reminded',
+  'due',
+  'waiting',
+  'failed',
+] as const;
+
+type Verdict = (typeof VERDICTS)[number];
 
 /** What `explain` says of one document. */
 export interface DocumentExplanation extends ExplainedDocumentInput {
@@ -79,25 +94,26 @@ export function explainDocument(
   const say = (verdict: Verdict, why: string): DocumentExplanation => ({ ...base, verdict, why });
 
   if (doc.isDeleted) return say('deleted', 'deleted: a deleted document is never reminded');
-  if (doc.status !== 'Active') return say('inactive', `inactive (${doc.status}): only active documents are reminded`);
-  if (doc.expiresAt === null || daysLeft === null) return say('no-expiry', 'no expiry date: never reminded');
+  if (doc.status !== 'Active')
+    return say('inactive', `inactive: its status is ${doc.status}, and only active documents are reminded`);
+  if (doc.expiresAt === null || daysLeft === null) return say('no-expiry', 'no-expiry: no expiry date, never reminded');
   const byRetention = addDays(window.asOfDate, -window.retentionDays);
   if (doc.expiresAt < byRetention) {
     return say(
       'past-retention',
-      `expired ${-daysLeft} days before ${window.asOfDate}, more than the retention of ${window.retentionDays} days: no longer reminded`,
+      `past-retention: expired ${-daysLeft} days before ${window.asOfDate}, more than the retention of ${window.retentionDays} days: no longer reminded`,
     );
   }
   if (window.pruneCutoff !== null && doc.expiresAt < window.pruneCutoff) {
     return say(
       'pruned',
-      `expired before the prune cutoff ${window.pruneCutoff}: its markers may be pruned, and no cycle, of any day, reads below the cutoff, so it is not reminded again`,
+      `pruned: expired before the prune cutoff ${window.pruneCutoff}: its markers may be pruned, and no cycle, of any day, reads below the cutoff, so it is not reminded again`,
     );
   }
   if (currentThreshold === null) {
     return say(
       'not-due',
-      `not due: expires in ${daysLeft} days, and the first threshold is ${ascending[ascending.length - 1]} days`,
+      `not-due: expires in ${daysLeft} days, and the first threshold is ${ascending[ascending.length - 1]} days`,
     );
   }
   // The reminder that counts is the most urgent one at or below the current threshold (resolution 2).
@@ -106,8 +122,10 @@ export function explainDocument(
     const next = ascending.filter((t) => t < sent.thresholdDays).at(-1);
     return say(
       'reminded',
-      `reminded at ${days(sent.thresholdDays)} on ${sent.remindedAt.slice(0, 10)}` +
-        (sent.queuedBy ? ` by run ${sent.queuedBy.split('/')[0]}` : '') +
+      `reminded: at ${days(sent.thresholdDays)} on ${sent.remindedAt.slice(0, 10)}` +
+        (sent.previousOwnerUserId ? ` to its previous owner ${sent.previousOwnerUserId}` : '') +
+        (sent.queuedBy ? ` by run ${runOf(sent.queuedBy)}` : '') +
+        (sent.workflowId ? ` of workflow ${sent.workflowId}` : '') +
         (next === undefined ? '; no threshold is left below it' : `; the next reminder is at ${days(next)}`),
     );
   }
@@ -124,6 +142,13 @@ export interface CycleOfDay {
   runId: string;
   /** Temporal's execution status: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT. */
   status: string;
+  /**
+   * How the cycle says it ended (its `ReminderOutcome`, else its result's status): `completed`, `time-limit`,
+   * `cancelled`, `failed`, `running`. A cycle that stopped at its time limit or was cancelled returns a
+   * result, so Temporal lists it COMPLETED: only this tells it from one that read every page. Absent when
+   * neither was read.
+   */
+  outcome?: string;
   /** The run's page in the Web UI: a link under TEMPORAL_UI_URL, or without it a path under the UI's address. */
   webUi: string;
 }
@@ -179,20 +204,29 @@ export function explainAfterCycles(
       : {
           ...doc,
           verdict: 'failed',
-          why: `failed in ${cycle}: ${met.error ?? 'no error kept'}; the next cycle retries`,
+          why: `failed: in ${cycle}: ${met.error ?? 'no error kept'}; the next cycle retries`,
           metInCycle: met,
         };
   }
   const latest = cycles[0];
   if (!latest) return doc;
   const cycle = `cycle ${latest.workflowId}, run ${latest.runId},`;
-  const ran =
-    latest.status === 'COMPLETED'
+  const stopped = latest.outcome === 'time-limit' || latest.outcome === 'cancelled';
+  const ran = stopped
+    ? `${cycle} stopped before it reached this document (outcome ${latest.outcome}: ${
+        latest.outcome === 'time-limit' ? 'it ran out of its maximum run duration' : 'it was cancelled'
+      }); the next cycle reminds it`
+    : latest.status === 'COMPLETED'
       ? `${cycle} completed without leaving its owner busy or failed: the document became due, or was added, after that cycle read it`
       : latest.status === 'RUNNING'
         ? `${cycle} is still running and may not have reached it yet`
         : `${cycle} ended ${latest.status} and may not have reached it`;
   return { ...doc, why: `${doc.why}; ${ran}` };
+}
+
+/** The run id of a marker's `queuedBy` (`<run id>/<activity id>`). */
+export function runOf(queuedBy: string): string {
+  return queuedBy.split('/')[0];
 }
 
 /** `n days`, or `1 day`. */

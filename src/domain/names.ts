@@ -24,3 +24,5 @@ export const AGGREGATE_TYPE = 'Profile';
 
 export const WORKER_ROLE = 'expiry_reminder_worker';
 export const RELAY_ROLE = 'outbox_relay';
+/** The support desk's role: reads what `explain` reads, nothing else, and writes nothing (migration 018). */
+export const SUPPORT_ROLE = 'expiry_reminder_support';

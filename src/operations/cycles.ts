@@ -82,15 +82,17 @@ export function withReadOnlySnapshot<T>(pool: pg.Pool, fn: (db: pg.PoolClient) =
 }
 
 /**
- * `cycle preview`: connects as the worker (DATABASE_URL), with the worker's configured thresholds and
+ * `cycle preview`: connects as the support role (SUPPORT_DATABASE_URL), else the worker (DATABASE_URL), with the worker's configured thresholds and
  * retention unless overridden, and previews a cycle as of `asOfDate` without writing anything.
  */
 export async function previewCycleCommand(
   config: Config,
   options: { asOfDate: string; thresholdsDays?: number[]; retentionDays?: number },
 ): Promise<CyclePreview> {
+  // Read-only, so the support role's connection serves where it is set (compose's client has no other).
   const pool = createPool({
-    connectionString: requireDatabaseUrl(config, 'worker'),
+    connectionString: config.supportDatabaseUrl ?? requireDatabaseUrl(config, 'worker'),
+    ...(config.supportDatabaseUrl ? { urlVariable: 'SUPPORT_DATABASE_URL' } : {}),
     max: 1,
     applicationName: 'expiry-reminder-preview',
   });

@@ -5,10 +5,13 @@
  * owner id is kept once the cycle ended (its scan positions are deleted by its prune). Read-only.
  */
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import { idRanges } from '../db/candidates';
 import { partitionOfWorkflowId } from '../domain/cycle';
 import { addDays } from '../domain/dates';
-import type { CycleOfDay, DayHistory, OwnerMet } from '../domain/explain';
+import type { CycleOfDay, OwnerMet } from '../domain/explain';
+import { REMINDER_OUTCOME } from '../domain/search-attributes';
 import { WORKFLOW_TYPE } from '../domain/names';
 import {
   endedActivities,
@@ -20,6 +23,9 @@ import {
 
 /** How many of the day's cycles, newest first, have their histories read (a day has one, or a few reruns). */
 const CYCLES_READ = 5;
+
+/** How many distinct runs of an owner's markers `explain` looks up by run id (a year holds a few dozen). */
+const RUNS_LOOKED_UP = 100;
 
 /** Where the Web UI shows a run: a link under `uiUrl` (TEMPORAL_UI_URL), or without it the path under the UI's address. */
 type WebUi = (workflowId: string, runId: string) => string;
@@ -120,37 +126,123 @@ async function ownerInCycle(
   return met;
 }
 
+/** The settings a cycle recorded (its `resolveCycleSettings` result) that decide "due": thresholds and retention. */
+export interface RecordedSettings {
+  thresholdsDays: number[];
+  retentionDays: number;
+  /** The cycle, and the run whose history holds them. */
+  workflowId: string;
+  runId: string;
+}
+
 /**
- * The cycles on `taskQueue` as of `asOfDate`, newest first, and where the newest that met the owner
- * without claiming it did so. Visibility is eventually consistent: a cycle that ended a moment ago may
- * still be listed as running.
+ * The thresholds and retention a run's history recorded: the result of its `resolveCycleSettings` activity
+ * (every run of a cycle asks, a continued one gets its carried settings back). Undefined when the run has
+ * none, or none of that shape (a run whose input was refused, a history of another version).
  */
+export function settingsInHistory(
+  history: temporal.api.history.v1.IHistory,
+): Pick<RecordedSettings, 'thresholdsDays' | 'retentionDays'> | undefined {
+  for (const activity of endedActivities(history)) {
+    if (activity.activityType !== 'resolveCycleSettings') continue;
+    const r = activity.result as { thresholdsDays?: unknown; retentionDays?: unknown } | null | undefined;
+    const thresholds = r?.thresholdsDays;
+    if (
+      Array.isArray(thresholds) &&
+      thresholds.length > 0 &&
+      thresholds.every((t) => Number.isInteger(t)) &&
+      Number.isInteger(r?.retentionDays)
+    ) {
+      return { thresholdsDays: thresholds as number[], retentionDays: r!.retentionDays as number };
+    }
+  }
+  return undefined;
+}
+
+/** The `status` of the result a run's history ends with (`completed`, `time-limit`, `cancelled`), if any. */
+export function resultStatusInHistory(history: temporal.api.history.v1.IHistory): string | undefined {
+  const events = history.events ?? [];
+  const completed = events[events.length - 1]?.workflowExecutionCompletedEventAttributes;
+  const payload = completed?.result?.payloads?.[0];
+  if (!payload) return undefined;
+  const status = (defaultPayloadConverter.fromPayload(payload) as { status?: unknown } | null)?.status;
+  return typeof status === 'string' ? status : undefined;
+}
+
+/**
+ * The cycles on `taskQueue` as of `asOfDate`, newest first, with the outcome each upserted
+ * (`ReminderOutcome`). Visibility is eventually consistent: a cycle that ended a moment ago may still be
+ * listed as running.
+ */
+export async function cyclesOfDay(
+  client: Client,
+  options: { taskQueue: string; asOfDate: string; uiUrl?: string },
+): Promise<CycleOfDay[]> {
+  const webUi = webUiOf(options.uiUrl, client.options.namespace);
+  const cycles: (CycleOfDay & { startTime: number })[] = [];
+  for await (const wf of client.workflow.list({ query: cyclesOfDayQuery(options.taskQueue, options.asOfDate) })) {
+    const outcome = wf.typedSearchAttributes.get(REMINDER_OUTCOME);
+    cycles.push({
+      workflowId: wf.workflowId,
+      runId: wf.runId,
+      status: wf.status.name,
+      ...(outcome ? { outcome } : {}),
+      webUi: webUi(wf.workflowId, wf.runId),
+      startTime: wf.startTime.getTime(),
+    });
+  }
+  return cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
+}
+
+/**
+ * The settings the newest of `cycles` that recorded any ran with, read from its listed run's history; the
+ * cycles come back with the outcome their result gives where the search attribute had none.
+ */
+export async function settingsOfDay(
+  client: Client,
+  cycles: readonly CycleOfDay[],
+): Promise<{ cycles: CycleOfDay[]; settings?: RecordedSettings }> {
+  const read = [...cycles];
+  let settings: RecordedSettings | undefined;
+  for (const [i, cycle] of cycles.slice(0, CYCLES_READ).entries()) {
+    if (settings && cycle.outcome) break;
+    const history = await client.workflow.getHandle(cycle.workflowId, cycle.runId).fetchHistory();
+    const status = cycle.outcome ?? resultStatusInHistory(history);
+    if (status) read[i] = { ...cycle, outcome: status };
+    const recorded = settings ? undefined : settingsInHistory(history);
+    if (recorded) settings = { ...recorded, workflowId: cycle.workflowId, runId: cycle.runId };
+  }
+  return { cycles: read, ...(settings ? { settings } : {}) };
+}
+
+/**
+ * The workflow of each run id (a marker's `queuedBy` names only its run: a partition's, for a partitioned
+ * cycle), from Temporal's visibility; runs past the namespace's retention are left out.
+ */
+export async function workflowsOfRuns(client: Client, runIds: readonly string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const ids = [...new Set(runIds)].filter((id) => /^[0-9a-f-]{36}$/i.test(id)).slice(0, RUNS_LOOKED_UP);
+  if (ids.length === 0) return found;
+  const query = `RunId IN (${ids.map((id) => JSON.stringify(id)).join(', ')})`;
+  for await (const wf of client.workflow.list({ query })) found.set(wf.runId, wf.workflowId);
+  return found;
+}
+
+/** Where the newest of the day's cycles that met the owner without claiming it did so, if one did. */
 export async function ownerInCyclesOfDay(
   client: Client,
   options: {
-    taskQueue: string;
-    asOfDate: string;
+    cycles: readonly CycleOfDay[];
     ownerUserId: string;
     /** The owner's documents due now: only the partitions that scan one of them are read. */
     documentIds: readonly string[];
     uiUrl?: string;
   },
-): Promise<Extract<DayHistory, { cycles: unknown }>> {
+): Promise<OwnerMet | undefined> {
   const webUi = webUiOf(options.uiUrl, client.options.namespace);
-  const cycles: (CycleOfDay & { startTime: number })[] = [];
-  for await (const wf of client.workflow.list({ query: cyclesOfDayQuery(options.taskQueue, options.asOfDate) })) {
-    cycles.push({
-      workflowId: wf.workflowId,
-      runId: wf.runId,
-      status: wf.status.name,
-      webUi: webUi(wf.workflowId, wf.runId),
-      startTime: wf.startTime.getTime(),
-    });
-  }
-  const newest = cycles.sort((a, b) => b.startTime - a.startTime).map(({ startTime: _, ...c }) => c);
-  for (const cycle of newest.slice(0, CYCLES_READ)) {
+  for (const cycle of options.cycles.slice(0, CYCLES_READ)) {
     const met = await ownerInCycle(client, webUi, cycle, options);
-    if (met) return { cycles: newest, met };
+    if (met) return met;
   }
-  return { cycles: newest };
+  return undefined;
 }

@@ -23,7 +23,7 @@ export interface RetryResult {
 }
 
 /** Runs `fn` on a one-connection pool of the relay's URL, saying which role to use when the outbox is out of reach. */
-export async function withOutbox<T>(config: Config, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+async function withOutbox<T>(config: Config, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
   const pool = createPool({
     connectionString: requireDatabaseUrl(config, 'relay'),
     urlVariable: 'RELAY_DATABASE_URL (or DATABASE_URL)',

@@ -4,7 +4,11 @@
  * next cycle would send, the outbox rows, and for a document still due after a cycle of its day, what that
  * cycle's history says (the owner busy, or failed) or why it was not read.
  */
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
+import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config';
+import { previewCycleCommand } from '../../src/operations/cycles';
 import { explainCommand, explanationText, type Explanation } from '../../src/operations/explain';
 import { addDays } from '../../src/domain/dates';
 import { holdOwnerLock, insertDocuments, rejectOwner } from '../support/data';
@@ -66,18 +70,21 @@ test('one investor explained: every verdict, the cycle that reminded, the next c
   const reminded = after.documents.find((d) => d.numberMask === 'due-7')!;
   expect(reminded.verdict).toBe('reminded');
   expect(reminded.why).toMatch(
-    /^reminded at 7 days on 2026-09-02 by run [0-9a-f-]{36}; the next reminder is at 1 day$/,
+    new RegExp(
+      `^reminded: at 7 days on 2026-09-02 by run [0-9a-f-]{36} of workflow ${result.jobRunId}; the next reminder is at 1 day$`,
+    ),
   );
+  expect(after.settingsFrom).toEqual({ cycle: { workflowId: result.jobRunId, runId: expect.any(String) } });
   expect(reminded.markers.map((m) => m.thresholdDays)).toEqual([30, 7]);
   expect(reminded.remindedBy).toEqual([{ workflowId: expect.any(String), eventId: expect.any(String) }]);
   expect(verdicts(after)).toMatchObject({
-    far: ['not-due', 'not due: expires in 45 days, and the first threshold is 30 days'],
-    archived: ['inactive', 'inactive (Archived): only active documents are reminded'],
+    far: ['not-due', 'not-due: expires in 45 days, and the first threshold is 30 days'],
+    archived: ['inactive', 'inactive: its status is Archived, and only active documents are reminded'],
     deleted: ['deleted', 'deleted: a deleted document is never reminded'],
-    never: ['no-expiry', 'no expiry date: never reminded'],
+    never: ['no-expiry', 'no-expiry: no expiry date, never reminded'],
     'long-expired': [
       'past-retention',
-      'expired 400 days before 2026-09-02, more than the retention of 90 days: no longer reminded',
+      'past-retention: expired 400 days before 2026-09-02, more than the retention of 90 days: no longer reminded',
     ],
   });
   expect(after.nextCycle).toEqual([]);
@@ -129,7 +136,7 @@ test('an owner past the prune cutoff is not reminded again, and explain says why
   expect(e.documents).toEqual([
     expect.objectContaining({
       verdict: 'pruned',
-      why: 'expired before the prune cutoff 2026-08-23: its markers may be pruned, and no cycle, of any day, reads below the cutoff, so it is not reminded again',
+      why: 'pruned: expired before the prune cutoff 2026-08-23: its markers may be pruned, and no cycle, of any day, reads below the cutoff, so it is not reminded again',
     }),
   ]);
   expect(e.nextCycle).toEqual([]);
@@ -175,6 +182,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
             workflowId: first.workflowId,
             runId: run,
             status: 'COMPLETED',
+            outcome: 'completed',
             webUi: `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(first.workflowId)}/${run}/history`,
           },
           outcome: 'busy',
@@ -200,7 +208,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
     expect(reminded.documents).toEqual([
       expect.objectContaining({
         verdict: 'reminded',
-        why: `reminded at 7 days on ${BUSY_DAY} by run ${second.firstExecutionRunId}; the next reminder is at 1 day`,
+        why: `reminded: at 7 days on ${BUSY_DAY} by run ${second.firstExecutionRunId} of workflow ${second.workflowId}; the next reminder is at 1 day`,
         remindedBy: [{ workflowId: second.workflowId, eventId: expect.any(String) }],
       }),
     ]);
@@ -230,7 +238,7 @@ describe("a document still due after a cycle of its day: what that cycle's histo
         verdict: 'failed',
         why: expect.stringMatching(
           new RegExp(
-            `^failed in cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId}: .*rejected for the test.*; the next cycle retries$`,
+            `^failed: in cycle ${cycle.workflowId}, run ${cycle.firstExecutionRunId}: .*rejected for the test.*; the next cycle retries$`,
           ),
         ),
         metInCycle: expect.objectContaining({
@@ -341,5 +349,135 @@ describe("a document still due after a cycle of its day: what that cycle's histo
     expect(e.nextCycle).toEqual([expect.objectContaining({ documentId: doc.id, thresholdDays: 7 })]);
     expect(e.events).toEqual([]);
     expect(explanationText(e)).toMatch(/Cycles as of this day: history not read \(.+\)\./);
+  });
+});
+
+describe('issue 38: the right verdict, the run that opens, the settings of the day, the owner of now', () => {
+  const PARTITIONED_DAY = '2026-09-20';
+  const SETTINGS_DAY = '2026-09-21';
+  const STOPPED_DAY = '2026-09-22';
+  const OWNER_DAY = '2026-09-23';
+  const SUPPORT_DAY = '2026-09-24';
+
+  test("a marker of a partitioned cycle names its partition's workflow, and the printed command opens that run", async () => {
+    const docs = await insertDocuments(stack.db.admin, PARTITIONED_DAY, [{ daysLeft: 5 }, { daysLeft: 6 }]);
+    const cycle = await stack.startCycle({ asOf: PARTITIONED_DAY, partitions: 2 });
+    expect(await cycle.result()).toMatchObject({ partitions: 2, remindersSent: 2 });
+    for (const doc of docs) {
+      const e = await explain({ documentId: doc.id }, PARTITIONED_DAY);
+      const marker = e.documents[0].markers.find((m) => m.thresholdDays === 7)!;
+      expect(marker.workflowId).toMatch(new RegExp(`^${cycle.workflowId}/partition-[12]-of-2$`));
+      const runId = marker.queuedBy!.split('/')[0];
+      expect(e.documents[0].why).toContain(`by run ${runId} of workflow ${marker.workflowId}`);
+      const command = explanationText(e)
+        .split('\n')
+        .find((l) => l.trim().startsWith('temporal workflow show') && l.includes(runId))!;
+      expect(command.trim()).toBe(`temporal workflow show --workflow-id '${marker.workflowId}' --run-id ${runId}`);
+      const { stdout } = await promisify(execFile)(
+        process.env.TEMPORAL_CLI_PATH!,
+        [
+          'workflow',
+          'show',
+          '--workflow-id',
+          marker.workflowId!,
+          '--run-id',
+          runId,
+          '--address',
+          process.env.TEMPORAL_ADDRESS!,
+          '-o',
+          'json',
+        ],
+        { timeout: 30_000 },
+      );
+      expect(stdout).toContain('claimPage');
+    }
+  });
+
+  test("'due' is judged with the thresholds the day's cycle recorded, not the client's; before any cycle, the client's, and it says so", async () => {
+    // 20 days left: due at 30 with the client's thresholds (30, 7, 1, 0), not due with the cycle's (14, 3).
+    const [doc] = await insertDocuments(stack.db.admin, SETTINGS_DAY, [{ daysLeft: 20 }]);
+    const before = await explain({ documentId: doc.id }, SETTINGS_DAY);
+    expect(before.settingsFrom).toEqual({ client: 'no cycle as of this day was found' });
+    expect(before.documents[0].verdict).toBe('due');
+    expect(explanationText(before)).toContain(
+      "Settings: the client's configuration (no cycle as of this day was found).",
+    );
+
+    const cycle = await stack.startCycle({ asOf: SETTINGS_DAY, thresholdsDays: [14, 3] });
+    expect(await cycle.result()).toMatchObject({ remindersSent: 0 });
+    const after = await explain({ documentId: doc.id }, SETTINGS_DAY);
+    expect(after).toMatchObject({
+      thresholdsDays: [14, 3],
+      settingsFrom: { cycle: { workflowId: cycle.workflowId, runId: cycle.firstExecutionRunId } },
+    });
+    expect(after.documents[0]).toMatchObject({
+      verdict: 'not-due',
+      why: 'not-due: expires in 20 days, and the first threshold is 14 days',
+    });
+    expect(after.nextCycle).toEqual([]);
+    expect(explanationText(after)).toContain(`Settings: as cycle ${cycle.workflowId} recorded them`);
+  });
+
+  test('a cycle that stopped at its time limit is COMPLETED in Temporal, and explain says it stopped before the document', async () => {
+    const [doc] = await insertDocuments(stack.db.admin, STOPPED_DAY, [{ daysLeft: 5 }]);
+    const cycle = await stack.startCycle({ asOf: STOPPED_DAY, maxRunDurationMs: 1 });
+    expect(await cycle.result()).toMatchObject({ status: 'time-limit', remindersSent: 0 });
+    const e = await explain({ documentId: doc.id }, STOPPED_DAY);
+    expect(e.documents[0]).toMatchObject({
+      verdict: 'due',
+      why:
+        `due: the next cycle as of ${STOPPED_DAY} reminds it at 7 days (5 days left); cycle ${cycle.workflowId}, ` +
+        `run ${cycle.firstExecutionRunId}, stopped before it reached this document (outcome time-limit: it ran out ` +
+        'of its maximum run duration); the next cycle reminds it',
+    });
+    expect(explanationText(e)).toContain(
+      `${cycle.workflowId} run ${cycle.firstExecutionRunId}, COMPLETED (time-limit)`,
+    );
+  });
+
+  test('a document that changed owner: judged by its markers, with the events of the owner it had', async () => {
+    const [doc] = await insertDocuments(stack.db.admin, OWNER_DAY, [{ daysLeft: 5 }]);
+    const before = doc.ownerUserId;
+    expect(await stack.cycle({ asOf: OWNER_DAY })).toMatchObject({ remindersSent: 1 });
+    const now = crypto.randomUUID();
+    await stack.db.admin.query('update profile.person_documents set owner_user_id = $2 where id = $1', [doc.id, now]);
+    const e = await explain({ ownerUserId: now }, OWNER_DAY);
+    expect(e.nextCycle).toEqual([]);
+    expect(e.documents).toEqual([
+      expect.objectContaining({
+        verdict: 'reminded',
+        why: expect.stringMatching(
+          new RegExp(`^reminded: at 7 days on ${OWNER_DAY} to its previous owner ${before} by run `),
+        ),
+        remindedBy: [expect.objectContaining({ eventId: expect.any(String) })],
+      }),
+    ]);
+    expect(e.events).toEqual([
+      expect.objectContaining({ messageKey: before, documents: [{ documentId: doc.id, thresholdDays: 7 }] }),
+    ]);
+    expect(explanationText(e)).toContain(`to previous owner ${before}`);
+  });
+
+  test('explain works with the support role alone (SUPPORT_DATABASE_URL): no worker, no relay connection', async () => {
+    const owner = crypto.randomUUID();
+    const [doc] = await insertDocuments(stack.db.admin, SUPPORT_DAY, [
+      { ownerUserId: owner, daysLeft: 5 },
+      { ownerUserId: owner, daysLeft: 45 },
+    ]);
+    expect(await stack.cycle({ asOf: SUPPORT_DAY })).toMatchObject({ remindersSent: 1 });
+    const config = testConfig({
+      SUPPORT_DATABASE_URL: stack.db.supportUrl,
+      TEMPORAL_TASK_QUEUE: stack.worker.taskQueue,
+    });
+    expect([config.databaseUrl, config.relayDatabaseUrl]).toEqual([undefined, undefined]);
+    const e = await explainCommand(config, { ownerUserId: doc.ownerUserId }, { asOfDate: SUPPORT_DAY });
+    expect(e.documents.map((d) => d.verdict).sort()).toEqual(['not-due', 'reminded']);
+    expect(e.events).toEqual([expect.objectContaining({ documents: [{ documentId: doc.id, thresholdDays: 7 }] })]);
+    // `cycle preview` reads as the support role too (compose's client has no worker URL).
+    const preview = await previewCycleCommand(config, { asOfDate: addDays(SUPPORT_DAY, 4) });
+    expect(preview.owners.find((o) => o.ownerUserId === owner)?.documents).toEqual([
+      expect.objectContaining({ documentId: doc.id, thresholdDays: 1 }),
+    ]);
+    expect(loadConfig({ SUPPORT_DATABASE_URL: stack.db.supportUrl }).supportDatabaseUrl).toBe(stack.db.supportUrl);
   });
 });

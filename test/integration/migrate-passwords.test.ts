@@ -80,8 +80,11 @@ test('migrate sends the role passwords as SCRAM verifiers, never as text, and th
   expect(sent).toMatch(/alter role expiry_reminder_worker password 'SCRAM-SHA-256\$4096:/);
   expect(sent).not.toContain(LOCAL_ROLE_PASSWORDS.worker);
   expect(sent).not.toContain(LOCAL_ROLE_PASSWORDS.relay);
+  expect(sent).toMatch(/alter role expiry_reminder_support password 'SCRAM-SHA-256\$4096:/);
+  expect(sent).not.toContain(LOCAL_ROLE_PASSWORDS.support);
   expect(await canLogIn(db.workerUrl)).toBe(true);
   expect(await canLogIn(db.relayUrl)).toBe(true);
+  expect(await canLogIn(db.supportUrl)).toBe(true);
   expect(await canLogIn(databaseUrl(db.workerUrl, { password: 'not-the-password' }))).toBe(false);
 });
 

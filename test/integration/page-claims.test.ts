@@ -5,11 +5,12 @@
  * among good ones, and partitions that cover the day once.
  */
 import crypto from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
 import { selectCandidatePage } from '../../src/db/candidates';
-import { selectScanPosition, upsertScanPosition } from '../../src/db/scan-positions';
+import { insertScanPosition, selectScanPosition } from '../../src/db/scan-positions';
 import { withTransaction } from '../../src/db/pool';
 import { remindOwnersInTransaction, remindOwnersReadingBack } from '../../src/db/reminders';
 import { sleep } from '../support/wait';
@@ -94,6 +95,9 @@ test('a later page of a cycle that has no end of the page before it is refused, 
     (e: unknown) => e as Error,
   );
   expect(err?.message).toContain('no scan position for page 2 of partition 2 of 2');
+  // Permanent: no retry writes the missing end, so the partition fails at once instead of after ten attempts.
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect(err).toEqual(expect.objectContaining({ type: 'ScanPositionMissing', nonRetryable: true }));
 });
 
 test('a retry after the first attempt committed and was never reported claims the same owners and counts what it queued', async () => {
@@ -132,7 +136,7 @@ test('a retry after the first attempt read the page and died before claiming cla
   // died: no marker, no event.
   const rows = await selectCandidatePage(stack.db.worker, WINDOW, null, 4);
   const last = rows[rows.length - 1];
-  await upsertScanPosition(stack.db.worker, {
+  await insertScanPosition(stack.db.worker, {
     firstRunId: cycleId,
     jobRunId: 'page-claims-test',
     page: 1,
@@ -332,7 +336,7 @@ test('two second tries that wait for the same owners in opposite orders both fin
         tx,
         { ownerUserIds, asOf: `${AS_OF_DATE}T03:00:00.000Z`, ...WINDOW, jobRunId: 'page-claims-test', queuedBy },
         () => [],
-        { waitForLocksMs: 5_000 },
+        { waitForLocksUntil: Date.now() + 5_000 },
       ),
     );
   const forward = secondTry(owners, 'run-3/page-1');
@@ -367,4 +371,141 @@ test('an owner held past the second try is reported busy by id, counted once, an
   // The holder's own claim is the owner's one event.
   const events = await outbox(stack.db.admin);
   expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test.each([
+  ['in one group', 2],
+  ['in a group each', 1],
+])(
+  "the second try's wait is bounded in all (busy owners %s): an owner held past the budget is busy, not waited for",
+  async (_, ownerConcurrency) => {
+    const owners = await seedOwners(3);
+    const early = await holdOwner(owners[0]);
+    const late = await holdOwner(owners[1]);
+    const started = Date.now();
+    const claiming = claimPage(input(crypto.randomUUID(), 1, { ownerConcurrency }));
+    const released = Promise.all([
+      sleep(1_900).then(() => early.release('rollback')),
+      sleep(3_800).then(() => late.release('rollback')),
+    ]);
+
+    const result = await claiming;
+    const took = Date.now() - started;
+    await released;
+
+    // The owner released within the budget is claimed; the other is given up at the budget (2 s in all),
+    // not waited for until its release (each lock waiting 2 s of its own ended at 3.8 s).
+    expect(result).toEqual(
+      expect.objectContaining({ ownersFoundBusy: 2, busyOwnerIds: [owners[1]], ownersProcessed: 2 }),
+    );
+    expect(took).toBeLessThan(3_800);
+    expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([owners[0], owners[2]].sort());
+  },
+);
+
+/**
+ * The worker's pool, counting the claim transactions begun through it (read-only transactions aside) and
+ * failing the one past `limit`, so a claim that does unbounded work fails at once instead of running on.
+ */
+function countingClaims(limit: number): { pool: typeof stack.db.worker; claims: () => number } {
+  let claims = 0;
+  const pool = stack.db.worker;
+  const counted = new Proxy(pool, {
+    get(target, prop) {
+      if (prop === 'connect') {
+        return async () => {
+          const client = await target.connect();
+          const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+          return new Proxy(client, {
+            get(c, p) {
+              if (p !== 'query') return Reflect.get(c, p, c) as unknown;
+              return (...args: unknown[]) => {
+                const text = args[0];
+                if (typeof text === 'string' && /^BEGIN/i.test(text) && !/READ ONLY/i.test(text)) {
+                  claims += 1;
+                  if (claims > limit) return Promise.reject(new Error(`claim transaction ${claims}, past ${limit}`));
+                }
+                return query(...args);
+              };
+            },
+          });
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { pool: counted, claims: () => claims };
+}
+
+/** `n` documents of their own owners, expired within the window and reminded at their threshold (0). */
+async function seedRemindedBelowWindow(n: number): Promise<void> {
+  await stack.db.admin.query(
+    `with docs as (
+       insert into profile.person_documents (id, owner_user_id, person_id, type, number_mask, expires_at, status, payload_cipher)
+       select gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Passport', '****', $1::date - 1 - (i % 80), 'Active', '\\x00'
+         from generate_series(1, $2::int) as i
+       returning id, owner_user_id, expires_at)
+     insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
+     select gen_random_uuid(), id, owner_user_id, 'Passport', 0, expires_at, now() from docs`,
+    [AS_OF_DATE, n],
+  );
+}
+
+test('a retried claim does work bounded by the pages its earlier attempt recorded, not by the reminded documents below them', async () => {
+  await seedRemindedBelowWindow(100_000);
+  const owners = await seedOwners(6);
+  const cycleId = crypto.randomUUID();
+  // Attempt 1 claimed page 1 (four 7-day documents of four owners) and its worker died before reporting.
+  const lost = await claimPage(input(cycleId, 1), 1);
+  expect(lost).toEqual(expect.objectContaining({ owners: 4, remindersSent: 8 }));
+
+  // The retry claims the page's four owners again, in ⌈4 / ownerConcurrency 2⌉ = 2 claim transactions: not
+  // the 100,000 owners whose reminded documents lie between the window's start and the page.
+  const counting = countingClaims(2);
+  const retryActivities = createActivities({
+    pool: counting.pool,
+    logger: pino({ level: 'silent' }),
+    config: testConfig(),
+  });
+  const retry = await new MockActivityEnvironment({
+    attempt: 2,
+    activityId: 'page-1',
+    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
+  }).run(retryActivities.claimPage, input(cycleId, 1));
+
+  expect(counting.claims()).toBeLessThanOrEqual(2);
+  expect(retry).toEqual(
+    expect.objectContaining({
+      owners: 4,
+      documentCount: 4,
+      ownersProcessed: lost.ownersProcessed,
+      remindersSent: lost.remindersSent,
+      hasNext: true,
+    }),
+  );
+  // The rest of the day follows from the recorded end: every owner one event.
+  const next = await claimPage(input(cycleId, 2, { pages: 8 }));
+  expect(next).toEqual(expect.objectContaining({ remindersSent: 4, hasNext: false }));
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+}, 60_000);
+
+test('a first attempt of a page an earlier activity recorded never overwrites its end, and claims from it', async () => {
+  const { owners } = await seedOwnerAcrossPages();
+  const cycleId = crypto.randomUUID();
+  // Activity page-1 claimed pages 1 to 3 and died before reporting; a workflow that counted only page 1 of
+  // it (a retry that knew one page) asks a new activity for page 2.
+  await claimPage(input(cycleId, 1, { pages: 8 }), 1, 'page-1');
+  const recorded = await selectScanPosition(stack.db.worker, cycleId, 2);
+  // A document added since, in page 2's range: a fresh read of page 2 would end elsewhere.
+  await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId: crypto.randomUUID(), daysLeft: 5 }]);
+
+  const second = await claimPage(input(cycleId, 2, { pages: 8 }), 1, 'page-2');
+
+  expect(await selectScanPosition(stack.db.worker, cycleId, 2)).toEqual(recorded);
+  expect(second).toEqual(expect.objectContaining({ hasNext: false }));
+  // Nothing sent twice: one event per owner.
+  const events = await outbox(stack.db.admin);
+  expect(new Set(events.map((e) => e.aggregate_id)).size).toBe(events.length);
+  expect(events.map((e) => e.aggregate_id)).toEqual(expect.arrayContaining(owners));
 });

@@ -1,4 +1,5 @@
 /** Least privilege (docs/DESIGN.md#roles) and migrations, checked against the real server. */
+import pg from 'pg';
 import { runMigrations } from '../../src/db/migrate';
 import { insertDocuments } from '../support/data';
 import { useIntegration } from '../support/harness';
@@ -56,8 +57,55 @@ test('re-running the migrations is a no-op', async () => {
       'ix_document_expiry_reminders_owner',
       'ix_document_expiry_reminders_expires_at',
       'ix_outbox_messages_claimable',
+      'ix_outbox_messages_key',
     ]),
   );
   expect(await runMigrations({ connectionString: stack.db.ownerUrl })).toEqual([]);
   expect((await snapshot()).rows).toEqual(before);
+});
+
+describe('the support role (issue 38): reads what explain reads, writes nothing', () => {
+  let support: pg.Pool;
+  beforeAll(() => {
+    support = new pg.Pool({ connectionString: stack.db.supportUrl, max: 1 });
+  });
+  afterAll(() => support.end());
+
+  test('every insert, update, delete and truncate, on every table of the schema, is refused', async () => {
+    const { rows: tables } = await stack.db.admin.query<{ name: string; col: string }>(
+      `select format('%I.%I', table_schema, table_name) as name, format('%I', min(column_name)) as col
+         from information_schema.columns where table_schema = 'profile' group by table_schema, table_name order by 1`,
+    );
+    expect(tables.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['profile.person_documents', 'profile.outbox_messages']),
+    );
+    const allowed: string[] = [];
+    for (const { name, col } of tables) {
+      for (const sql of [
+        `insert into ${name} default values`,
+        `update ${name} set ${col} = ${col} where false`,
+        `delete from ${name} where false`,
+        `truncate ${name}`,
+      ]) {
+        const code = await support.query(sql).then(
+          () => 'allowed',
+          (err: { code?: string; message: string }) => err.code ?? err.message,
+        );
+        if (code !== '42501') allowed.push(`${sql}: ${code}`);
+      }
+    }
+    expect(allowed).toEqual([]);
+    await expect(support.query('create table profile.x (id int)')).rejects.toEqual(denied);
+  });
+
+  test('it reads no payload_cipher, and of the outbox only the columns explain prints', async () => {
+    await expect(support.query('select payload_cipher from profile.person_documents')).rejects.toEqual(denied);
+    await expect(support.query('select * from profile.person_documents')).rejects.toEqual(denied);
+    await expect(support.query('select trace_context from profile.outbox_messages')).rejects.toEqual(denied);
+    await expect(
+      support.query(
+        'select id, owner_user_id, type, number_mask, expires_at, status, is_deleted from profile.person_documents',
+      ),
+    ).resolves.toMatchObject({ rowCount: 1 });
+  });
 });

@@ -65,7 +65,7 @@ async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGr
 /** `script` with the containers' host name and CA path replaced by this machine's. */
 function onThisMachine(script: string): string {
   return script
-    .replaceAll('host=postgres ', `host=localhost port=${port} `)
+    .replaceAll('host=temporal-postgres ', `host=localhost port=${port} `)
     .replaceAll('/certs/ca.pem', secrets.caPath);
 }
 
@@ -98,14 +98,19 @@ async function loginAsTemporal(password: string, database = 'postgres'): Promise
 
 function runTemporalDbRole(password: string): string {
   return execFileSync('bash', ['-c', onThisMachine(composeScript('temporal-db-role'))], {
-    env: { PATH: process.env.PATH, PGPASSWORD: secrets.passwords.postgresAdmin, TEMPORAL_DB_PASSWORD: password },
+    env: {
+      PATH: process.env.PATH,
+      PGPASSWORD: secrets.passwords.temporalPostgresAdmin,
+      TEMPORAL_DB_PASSWORD: password,
+    },
     encoding: 'utf8',
   });
 }
 
 beforeAll(async () => {
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
-  server = await startProductionPostgres(secrets);
+  // Temporal's own cluster, as compose's `temporal-postgres`.
+  server = await startProductionPostgres(secrets, 'temporal');
   port = new URL(server.adminUrl).port;
   // The compose jobs call the server's binaries by the names its images give them.
   const binaries = await findOrBuildTemporalServer();
@@ -166,8 +171,18 @@ asRoot(
   () => {
     const dir = path.join(secrets.dir, 'compose-certs');
     const issued = path.join(secrets.dir, 'compose-issued');
-    const volumes = (composeService('certs').volumes ?? []).flatMap((v) => /:\/issued\/([a-z]+)$/.exec(v)?.[1] ?? []);
-    expect(volumes).toEqual(['postgres', 'temporal', 'cli', 'ui', 'kafka', 'worker', 'client', 'ca']);
+    const volumes = (composeService('certs').volumes ?? []).flatMap((v) => /:\/issued\/([a-z-]+)$/.exec(v)?.[1] ?? []);
+    expect(volumes).toEqual([
+      'postgres',
+      'temporal-postgres',
+      'temporal',
+      'cli',
+      'ui',
+      'kafka',
+      'worker',
+      'client',
+      'ca',
+    ]);
     fs.mkdirSync(dir);
     for (const volume of volumes) fs.mkdirSync(path.join(issued, volume), { recursive: true });
     const script = composeScript('certs')
@@ -197,6 +212,11 @@ asRoot(
       'ca.pem': { uid: postgresUid, mode: '644' },
       'postgres-key.pem': { uid: postgresUid, mode: '600' },
       'postgres.pem': { uid: postgresUid, mode: '644' },
+    });
+    expect(contents('temporal-postgres')).toEqual({
+      'ca.pem': { uid: postgresUid, mode: '644' },
+      'temporal-postgres-key.pem': { uid: postgresUid, mode: '600' },
+      'temporal-postgres.pem': { uid: postgresUid, mode: '644' },
     });
     expect(contents('worker')).toEqual({ 'ca.pem': cert, 'worker-key.pem': key, 'worker.pem': cert });
     expect(contents('client')).toEqual({ 'ca.pem': cert, 'client-key.pem': key, 'client.pem': cert });

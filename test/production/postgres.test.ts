@@ -82,6 +82,17 @@ function runEntryPoint(
   });
 }
 
+/** Creates login roles `roles` (password `pw-<role>`) on the server of `adminUrl`; returns each one's URL there. */
+async function loginRoles(adminUrl: string, roles: string[]): Promise<(role: string) => string> {
+  const admin = createPool({ connectionString: adminUrl, max: 1 });
+  try {
+    for (const role of roles) await admin.query(`create role ${role} login password 'pw-${role}'`);
+  } finally {
+    await admin.end();
+  }
+  return (role) => databaseUrl(adminUrl, { user: role, password: `pw-${role}` });
+}
+
 beforeAll(async () => {
   secrets = prepareStackSecrets(tempFolder());
   server = await startProductionPostgres(secrets);
@@ -96,8 +107,15 @@ afterAll(async () => {
 });
 
 describe('the production PostgreSQL', () => {
-  it('takes the worker and the relay over TLS with verify-full against the stack CA, by the name localhost', async () => {
-    for (const url of [db.workerUrl, db.relayUrl, stackEnv.DATABASE_URL, stackEnv.RELAY_DATABASE_URL]) {
+  it('takes the worker, the relay and the support role over TLS with verify-full against the stack CA, by the name localhost', async () => {
+    for (const url of [
+      db.workerUrl,
+      db.relayUrl,
+      db.supportUrl,
+      stackEnv.DATABASE_URL,
+      stackEnv.RELAY_DATABASE_URL,
+      stackEnv.SUPPORT_DATABASE_URL,
+    ]) {
       const u = new URL(url);
       expect(u.hostname).toBe('localhost');
       expect(u.searchParams.get('sslmode')).toBe('verify-full');
@@ -139,27 +157,37 @@ describe('the production PostgreSQL', () => {
     }
   });
 
-  it("admits Temporal's role over TLS only, and no role pg_hba.conf does not name", async () => {
-    const admin = createPool({ connectionString: server.adminUrl, max: 1 });
-    try {
-      for (const role of ['temporal', 'someone_else']) {
-        await admin.query(`create role ${role} login password 'pw-${role}'`);
-      }
-    } finally {
-      await admin.end();
+  it("admits no role pg_hba.conf does not name, Temporal's among them: its stores are in a cluster of their own", async () => {
+    const as = await loginRoles(server.adminUrl, ['temporal', 'someone_else']);
+    for (const role of ['temporal', 'someone_else']) {
+      await expect(onePool(as(role), 'select 1')).rejects.toThrow(
+        new RegExp(
+          `no pg_hba\\.conf entry for host "127\\.0\\.0\\.1", user "${role}", database "postgres", SSL encryption`,
+        ),
+      );
     }
-    const as = (role: string) => databaseUrl(server.adminUrl, { user: role, password: `pw-${role}` });
-    expect(
-      await onePool<{ ssl: boolean }>(as('temporal'), 'select ssl from pg_stat_ssl where pid = pg_backend_pid()'),
-    ).toEqual({
-      ssl: true,
-    });
-    await expect(onePool(withParams(as('temporal'), { sslmode: 'disable' }), 'select 1')).rejects.toThrow(
-      /no encryption/,
-    );
-    await expect(onePool(as('someone_else'), 'select 1')).rejects.toThrow(
-      /no pg_hba\.conf entry for host "127\.0\.0\.1", user "someone_else", database "postgres", SSL encryption/,
-    );
+  });
+
+  it("keeps Temporal's stores on a cluster of their own: Temporal's role over TLS only, the job's roles and others refused", async () => {
+    const temporalServer = await startProductionPostgres(secrets, 'temporal');
+    try {
+      const as = await loginRoles(temporalServer.adminUrl, ['temporal', 'expiry_reminder_worker']);
+      // Its own admin: the job's cluster's password is not it.
+      await expect(
+        onePool(databaseUrl(temporalServer.adminUrl, { password: secrets.passwords.postgresAdmin }), 'select 1'),
+      ).rejects.toThrow(/password authentication failed for user "postgres"/);
+      expect(
+        await onePool<{ ssl: boolean }>(as('temporal'), 'select ssl from pg_stat_ssl where pid = pg_backend_pid()'),
+      ).toEqual({ ssl: true });
+      await expect(onePool(withParams(as('temporal'), { sslmode: 'disable' }), 'select 1')).rejects.toThrow(
+        /no encryption/,
+      );
+      await expect(onePool(as('expiry_reminder_worker'), 'select 1')).rejects.toThrow(
+        /no pg_hba\.conf entry for host "127\.0\.0\.1", user "expiry_reminder_worker", database "postgres", SSL encryption/,
+      );
+    } finally {
+      await temporalServer.stop();
+    }
   });
 
   it('takes the worker over TLS again after a restart', async () => {
@@ -243,22 +271,25 @@ describe("the job's own entry points on the production PostgreSQL", () => {
     expect(JSON.parse(preview.stdout)).toMatchObject({ ownerCount: 2, documentCount: 2 });
   });
 
-  it('migrate sets the roles’ passwords of EXPIRY_REMINDER_WORKER_PASSWORD and OUTBOX_RELAY_PASSWORD, and the roles log in over TLS with them', async () => {
+  it('migrate sets the roles’ passwords of EXPIRY_REMINDER_WORKER_PASSWORD, OUTBOX_RELAY_PASSWORD and EXPIRY_REMINDER_SUPPORT_PASSWORD, and the roles log in over TLS with them', async () => {
     const changed = {
       worker: `w-${crypto.randomBytes(9).toString('hex')}`,
       relay: `r-${crypto.randomBytes(9).toString('hex')}`,
+      support: `s-${crypto.randomBytes(9).toString('hex')}`,
     };
-    const migrate = (passwords: { worker: string; relay: string }) =>
+    const migrate = (passwords: { worker: string; relay: string; support: string }) =>
       runEntryPoint(['src/migrate.ts'], {
         MIGRATION_DATABASE_URL: db.ownerUrl,
         EXPIRY_REMINDER_WORKER_PASSWORD: passwords.worker,
         OUTBOX_RELAY_PASSWORD: passwords.relay,
+        EXPIRY_REMINDER_SUPPORT_PASSWORD: passwords.support,
       });
     try {
       expect(await migrate(changed)).toMatchObject({ code: 0 });
       for (const [url, password] of [
         [db.workerUrl, changed.worker],
         [db.relayUrl, changed.relay],
+        [db.supportUrl, changed.support],
       ] as const) {
         const row = await onePool<{ ssl: boolean }>(
           databaseUrl(url, { password }),

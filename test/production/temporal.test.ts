@@ -28,6 +28,7 @@ import { startProductionPostgres, type ProductionPostgres } from './support/post
 import { greet, releaseSignal, stateQuery, waitForRelease } from './support/workflows';
 import { errorOf } from '../../src/domain/failures';
 import { makeCurrent } from '../../src/operations/deployment';
+import { workflowsOfRuns } from '../../src/operations/explain-history';
 
 jest.setTimeout(120_000);
 
@@ -67,12 +68,12 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   cliPath = findOrBuildTemporalCli() ?? 'temporal';
   secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
-  postgres = await startProductionPostgres(secrets);
+  postgres = await startProductionPostgres(secrets, 'temporal');
   // The first run on a machine builds the server, the SQL tool and the UI server with Go (minutes).
   temporal = await startProductionTemporal({
     adminUrl: postgres.adminUrl,
     secrets,
-    // The profile's PostgreSQL takes Temporal's role over TLS only, as the stack passes it.
+    // Temporal's own cluster takes its role over TLS only, as the stack passes it.
     dbTls: { caFile: secrets.caPath },
   });
   const workerOptions = temporalConnectionOptions(loadConfig(envAs('worker')));
@@ -340,6 +341,30 @@ describe('each certificate does its own job only', () => {
     expect((start as Error).message).toContain(refusal('client', 'ui-client'));
     const terminate = await refusedAs('ui-client', 'client', (c) => c.workflow.getHandle(id).terminate('no'));
     expect((terminate as Error).message).toContain(refusal('client', 'ui-client'));
+  });
+
+  it("the support certificate reads what explain asks (a run's workflow by its run id, its history) and may not start or terminate one", async () => {
+    const id = workflowId('support-reads');
+    const handle = await client.workflow.start(greet, { taskQueue: TASK_QUEUE, workflowId: id, args: ['support'] });
+    await handle.result();
+    const support = await clientAs('support');
+    try {
+      const found = await eventually(async () => {
+        const byRun = await workflowsOfRuns(support.client, [handle.firstExecutionRunId]);
+        return byRun.size > 0 ? byRun : undefined;
+      }, `${id} found by run id as support`);
+      expect([...found]).toEqual([[handle.firstExecutionRunId, id]]);
+      const history = await support.client.workflow.getHandle(id, handle.firstExecutionRunId).fetchHistory();
+      expect(history.events?.length).toBeGreaterThan(0);
+    } finally {
+      await support.close();
+    }
+    const start = await refusedAs('support', 'client', (c) =>
+      c.workflow.start(greet, { taskQueue: TASK_QUEUE, workflowId: workflowId('by-support'), args: ['x'] }),
+    );
+    expect((start as Error).message).toContain(refusal('client', 'support'));
+    const terminate = await refusedAs('support', 'client', (c) => c.workflow.getHandle(id).terminate('no'));
+    expect((terminate as Error).message).toContain(refusal('client', 'support'));
   });
 
   it.each(['relay', 'postgres'] as const)(

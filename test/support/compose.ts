@@ -41,6 +41,22 @@ export function composeEnv(name: string): Record<string, string> {
   );
 }
 
+/**
+ * A service's environment as compose would give it, for src/config to load: `${X:-d}` → d, `${X:?…}` → a
+ * placeholder, and `/certs/` → `certsDir` (a folder with files of the same names).
+ */
+export function composedEnv(name: string, certsDir: string): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(composeService(name).environment ?? {}).map(([variable, value]) => [
+      variable,
+      String(value)
+        .replace(/\$\{(\w+):\?[^}]*\}/g, (_, v: string) => `placeholder-${v.toLowerCase()}`)
+        .replace(/\$\{\w+:-([^}]*)\}/g, '$1')
+        .replaceAll('/certs/', `${certsDir}/`),
+    ]),
+  );
+}
+
 /** A service's health check as one shell command (`CMD` arguments quoted, `CMD-SHELL` as written). */
 export function composeHealthCommand(name: string): string {
   const test = composeService(name).healthcheck?.test;

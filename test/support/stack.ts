@@ -36,6 +36,8 @@ export interface TestDatabase {
   worker: pg.Pool;
   /** The relay's connection, as `outbox_relay`. */
   relayUrl: string;
+  /** The support role's connection, as `expiry_reminder_support` (`explain`). */
+  supportUrl: string;
   close(): Promise<void>;
 }
 
@@ -51,6 +53,7 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
     workerUrl: created.workerUrl,
     worker,
     relayUrl: created.relayUrl,
+    supportUrl: created.supportUrl,
     close: async () => {
       await worker.end();
       await admin.end();

@@ -70,6 +70,13 @@ describe('database errors', () => {
     expect(failure.message).not.toContain('hunter2');
     expect((toActivityFailure(pgError('40001')) as ApplicationFailure).nonRetryable).toBe(false);
   });
+
+  it('keeps an ApplicationFailure as its thrower decided it: a permanent one stays non-retryable, with its type', () => {
+    const missing = ApplicationFailure.nonRetryable('no scan position for page 2', 'ScanPositionMissing');
+    expect(toActivityFailure(missing)).toBe(missing);
+    const transient = ApplicationFailure.retryable('try again', 'Busy');
+    expect(toActivityFailure(transient)).toBe(transient);
+  });
 });
 
 describe('describeFailure: one text for a failure, in the workflow and in the activities', () => {

@@ -94,6 +94,7 @@ describe('pathKey', () => {
     expect(pathKey('Temporal: repeat cycle after vacuum (nothing due)')).toBe('repeat after vacuum');
     expect(pathKey('A: node loop, per-owner tx')).toBe('a');
     expect(pathKey('B: one SQL statement per page')).toBe('b');
+    expect(pathKey('B∥: one SQL statement per page in 8 sessions')).toBe('bpar');
     expect(pathKey('End to end: cycle + relay to Kafka')).toBe('e2e');
     expect(pathKey('bare kafkajs producer')).toBe('bare kafkajs producer');
   });

@@ -8,22 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
-import { composeService } from '../support/compose';
+import { composedEnv as composedEnvIn } from '../support/compose';
 
 let certs: string;
 
-/** The service's environment as compose would give it: `${X:-d}` → d, `${X:?…}` → a placeholder. */
-function composedEnv(name: string): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(composeService(name).environment ?? {}).map(([variable, value]) => [
-      variable,
-      String(value)
-        .replace(/\$\{(\w+):\?[^}]*\}/g, (_, v: string) => `placeholder-${v.toLowerCase()}`)
-        .replace(/\$\{\w+:-([^}]*)\}/g, '$1')
-        .replaceAll('/certs/', `${certs}/`),
-    ]),
-  );
-}
+/** The service's environment as compose would give it, its certificates in this file's folder. */
+const composedEnv = (name: string): NodeJS.ProcessEnv => composedEnvIn(name, certs);
 
 beforeAll(() => {
   certs = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-env-'));
@@ -64,12 +54,13 @@ describe('the app services of docker-compose.yml', () => {
     });
   });
 
-  it('migrate: the owner over verify-full, and the two role passwords to set', () => {
+  it('migrate: the owner over verify-full, and the three role passwords to set', () => {
     const config = loadConfig(composedEnv('migrate'));
     expect(new URL(config.migrationDatabaseUrl!).searchParams.get('sslmode')).toBe('verify-full');
     expect(config.rolePasswords).toEqual({
       worker: 'placeholder-worker_db_password',
       relay: 'placeholder-relay_db_password',
+      support: 'placeholder-support_db_password',
     });
   });
 

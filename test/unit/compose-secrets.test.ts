@@ -1,5 +1,5 @@
 /**
- * scripts/check-compose-secrets.py (run by scripts/check-compose.sh): docker-compose.yml gives each container
+ * scripts/check-compose-secrets.ts (run by scripts/check-compose.sh): docker-compose.yml gives each container
  * its own keys only and puts no password on a command line, and the check fails, naming the service and what
  * it holds, on a compose file that plants an extra key mount, a mount of the issuer's volume, an extra key
  * in a service's volume, or a password passed as an argument.
@@ -9,9 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import { composeSecretProblems } from '../../scripts/check-compose-secrets';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const SCRIPT = path.join(ROOT, 'scripts', 'check-compose-secrets.py');
+const SCRIPT = path.join(ROOT, 'scripts', 'check-compose-secrets.ts');
+const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 
 interface Service {
   volumes?: string[];
@@ -23,34 +25,43 @@ type Compose = { services: Record<string, Service> };
 const composeFile = (): Compose =>
   parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
 
-let dir: string;
-beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-secrets-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-/** Runs the check on `compose` written to a file; its exit status and what it printed. */
-function check(compose: Compose): { status: number | null; output: string } {
-  const file = path.join(dir, `compose-${Math.random().toString(36).slice(2)}.yml`);
-  fs.writeFileSync(file, stringify(compose));
-  const res = spawnSync('python3', [SCRIPT, file], { encoding: 'utf8' });
-  if (res.error) throw new Error(`python3 with PyYAML is needed for this check: ${res.error.message}`);
-  return { status: res.status, output: `${res.stdout}${res.stderr}` };
+/** Runs the check as scripts/check-compose.sh does, on `file`: its exit status and what it printed. */
+function runCheck(file: string): { status: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(TSX, [SCRIPT, file], { encoding: 'utf8' });
+  if (res.error) throw res.error;
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
+/** The check's problems with `compose`, one line each. */
+const check = (compose: Compose): { output: string } => ({ output: composeSecretProblems(compose).join('\n') });
+
 test('docker-compose.yml passes: its own keys per container, no password on a command line', () => {
-  const res = spawnSync('python3', [SCRIPT, path.join(ROOT, 'docker-compose.yml')], { encoding: 'utf8' });
+  const res = runCheck(path.join(ROOT, 'docker-compose.yml'));
   expect(res.stderr).toBe('');
   expect(res.status).toBe(0);
   expect(res.stdout).toContain('SUCCESS');
 });
 
+test('a compose file with a problem fails the command, naming it on stderr', () => {
+  const compose = composeFile();
+  compose.services.worker.volumes!.push('certs-kafka:/kafka-certs:ro');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-secrets-'));
+  try {
+    const file = path.join(dir, 'docker-compose.yml');
+    fs.writeFileSync(file, stringify(compose));
+    const res = runCheck(file);
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain('worker: sees kafka-keystore.pem, which are not its own');
+    expect(res.stderr).toContain(`1 problems with secrets in ${file}`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a worker that also mounts the broker’s key volume is refused, naming the key', () => {
   const compose = composeFile();
   compose.services.worker.volumes!.push('certs-kafka:/kafka-certs:ro');
-  const { status, output } = check(compose);
-  expect(status).not.toBe(0);
-  expect(output).toContain('worker: sees kafka-keystore.pem, which are not its own');
+  expect(check(compose).output).toContain('worker: sees kafka-keystore.pem, which are not its own');
 });
 
 test('a relay that mounts the issuer’s volume (every key and the CA’s) is refused', () => {
@@ -81,9 +92,7 @@ test.each([
   const compose = composeFile();
   const entrypoint = compose.services[service].entrypoint!;
   entrypoint[2] = `${line}\n${entrypoint[2]}`;
-  const { status, output } = check(compose);
-  expect(status).not.toBe(0);
-  expect(output).toContain(`${service}: passes ${variable} as an argument, visible to anyone in ps`);
+  expect(check(compose).output).toContain(`${service}: passes ${variable} as an argument, visible to anyone in ps`);
 });
 
 test('a password compose interpolates into a health check is refused', () => {

@@ -4,8 +4,9 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { ownerOutcome } from '../../src/operations/explain-history';
+import { ownerOutcome, resultStatusInHistory, settingsInHistory } from '../../src/operations/explain-history';
 import { endedActivities } from '../../src/temporal/histories';
+import { readFixture } from '../../scripts/record-histories/fixtures';
 
 const OWNER = '0190f3a2-0000-7000-8000-000000000001';
 const OTHER = '0190f3a2-0000-7000-8000-000000000002';
@@ -100,5 +101,72 @@ describe('ownerOutcome', () => {
       error: 'ApplicationFailure: boom',
     });
     expect(ownerOutcome({ input: { page: 3 }, failure: 'ApplicationFailure: boom' }, OWNER)).toBeUndefined();
+  });
+});
+
+describe("the day's cycle's own record (issue 38)", () => {
+  const settings = {
+    asOf: '2026-09-02T00:00:00.000Z',
+    asOfDate: '2026-09-02',
+    thresholdsDays: [14, 3],
+    retentionDays: 30,
+  };
+  const run = (events: unknown[]) => temporal.api.history.v1.History.fromObject({ events });
+  const resolved = (eventId: number, result: unknown) => [
+    {
+      eventId,
+      activityTaskScheduledEventAttributes: {
+        activityType: { name: 'resolveCycleSettings' },
+        activityId: '1',
+        input: payloads({ input: {}, jobRunId: 'cycle-1' }),
+      },
+    },
+    {
+      eventId: eventId + 2,
+      activityTaskCompletedEventAttributes: { scheduledEventId: eventId, result: payloads(result) },
+    },
+  ];
+
+  it("the thresholds and retention of its resolveCycleSettings result, not the reader's", () => {
+    expect(settingsInHistory(run(resolved(5, settings)))).toEqual({ thresholdsDays: [14, 3], retentionDays: 30 });
+  });
+
+  it('nothing from a run that has no such result, or one of another shape (tolerant of older histories)', () => {
+    expect(settingsInHistory(run([]))).toBeUndefined();
+    expect(settingsInHistory(run(resolved(5, { thresholdsDays: [], retentionDays: 30 })))).toBeUndefined();
+    expect(settingsInHistory(run(resolved(5, { thresholdsDays: [7] })))).toBeUndefined();
+    expect(settingsInHistory(run(resolved(5, null)))).toBeUndefined();
+  });
+
+  it("the status of the result it ended with: a cycle stopped at its time limit is COMPLETED in Temporal's list", () => {
+    const ended = (result: unknown) =>
+      run([{ eventId: 9, workflowExecutionCompletedEventAttributes: { result: payloads(result) } }]);
+    expect(resultStatusInHistory(ended({ status: 'time-limit', remindersSent: 3 }))).toBe('time-limit');
+    expect(resultStatusInHistory(ended({ status: 'cancelled' }))).toBe('cancelled');
+    expect(resultStatusInHistory(ended({ remindersSent: 3 }))).toBeUndefined();
+    expect(resultStatusInHistory(run(resolved(5, settings)))).toBeUndefined();
+  });
+});
+
+describe('the recorded histories of real cycles (test/fixtures/histories): what explain reads of them', () => {
+  const fixture = (name: string) => readFixture(name).history;
+
+  it('a cycle stopped at its time limit, or cancelled, ended with a result that says so', () => {
+    expect(resultStatusInHistory(fixture('time-limit.json'))).toBe('time-limit');
+    expect(resultStatusInHistory(fixture('partitions-v1.time-limit.json'))).toBe('time-limit');
+    expect(resultStatusInHistory(fixture('cancelled.json'))).toBe('cancelled');
+    expect(resultStatusInHistory(fixture('normal.json'))).toBe('completed');
+    // A run that continued as new has no result; the last run has the cycle's.
+    expect(resultStatusInHistory(fixture('continued-as-new-run1.json'))).toBeUndefined();
+  });
+
+  it('every run of a cycle recorded its settings, a continued one too; a refused input none', () => {
+    for (const name of ['normal.json', 'continued-as-new-run2.json', 'partitions-v1.partitioned.json']) {
+      expect(settingsInHistory(fixture(name))).toEqual({
+        thresholdsDays: expect.arrayContaining([7]),
+        retentionDays: expect.any(Number),
+      });
+    }
+    expect(settingsInHistory(fixture('failed-invalid-input.json'))).toBeUndefined();
   });
 });

@@ -1,15 +1,23 @@
 /**
  * `explain`'s verdict for one document (issue 30, item 1): one case per verdict, the order they apply in,
- * and a due document read against the day's cycles.
+ * and a due document read against the day's cycles. And one vocabulary (issue 38, item 4): the verdict
+ * words of docs/OPERATIONS.md's support section are the words `explain` prints and the JSON values
+ * (`VERDICTS`); every exit code of the entry points is in README's exit-code table.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import {
+  VERDICTS,
   explainAfterCycles,
   explainDocument,
   type CycleOfDay,
   type DayHistory,
+  type DocumentExplanation,
   type ExplainedDocumentInput,
   type ExplainWindow,
 } from '../../src/domain/explain';
+import { explanationText, type Explanation } from '../../src/operations/explain';
+import { EXIT_CODES } from '../../src/run-main';
 import { addDays } from '../../src/domain/dates';
 import { mulberry32 } from '../../scripts/faults/model';
 
@@ -46,18 +54,32 @@ describe('explainDocument', () => {
 
   it('reminded: by the most urgent marker at or below the current threshold, naming the run and the next one', () => {
     expect(explainDocument(doc(), [marker(30), marker(7)], WINDOW).why).toBe(
-      'reminded at 7 days on 2026-09-01 by run run-1; the next reminder is at 1 day',
+      'reminded: at 7 days on 2026-09-01 by run run-1; the next reminder is at 1 day',
+    );
+    expect(
+      explainDocument(doc(), [{ ...marker(7), queuedBy: 'run-2/4', workflowId: 'cycle-2/partition-1-of-2' }], WINDOW)
+        .why,
+    ).toBe(
+      'reminded: at 7 days on 2026-09-01 by run run-2 of workflow cycle-2/partition-1-of-2; the next reminder is at 1 day',
     );
     expect(explainDocument(doc({ expiresAt: '2026-09-01' }), [marker(0)], WINDOW).why).toBe(
-      'reminded at 0 days on 2026-09-01 by run run-1; no threshold is left below it',
+      'reminded: at 0 days on 2026-09-01 by run run-1; no threshold is left below it',
     );
     // A marker only above the current threshold (a "30" when 7 is due) does not count: due at 7.
     expect(explainDocument(doc(), [marker(30)], WINDOW).verdict).toBe('due');
   });
 
+  it('a document that changed owner is judged by its markers, whoever they were written for (issue 38)', () => {
+    const earlier = { ...marker(7), previousOwnerUserId: 'owner-0' };
+    expect(explainDocument(doc(), [earlier], WINDOW)).toMatchObject({
+      verdict: 'reminded',
+      why: 'reminded: at 7 days on 2026-09-01 to its previous owner owner-0 by run run-1; the next reminder is at 1 day',
+    });
+  });
+
   it('not due, past retention, below the prune cutoff, without expiry, inactive, deleted', () => {
     expect(explainDocument(doc({ expiresAt: '2026-10-17' }), [], WINDOW).why).toBe(
-      'not due: expires in 45 days, and the first threshold is 30 days',
+      'not-due: expires in 45 days, and the first threshold is 30 days',
     );
     expect(explainDocument(doc({ expiresAt: '2026-05-01' }), [], WINDOW).verdict).toBe('past-retention');
     expect(
@@ -65,7 +87,7 @@ describe('explainDocument', () => {
     ).toBe('pruned');
     expect(explainDocument(doc({ expiresAt: null }), [], WINDOW).verdict).toBe('no-expiry');
     expect(explainDocument(doc({ status: 'Archived' }), [], WINDOW).why).toBe(
-      'inactive (Archived): only active documents are reminded',
+      'inactive: its status is Archived, and only active documents are reminded',
     );
     // Deleted wins over everything else, then inactive.
     expect(explainDocument(doc({ isDeleted: true, status: 'Archived', expiresAt: null }), [], WINDOW).verdict).toBe(
@@ -102,7 +124,7 @@ describe('explainAfterCycles', () => {
     const met = { cycle: cycle(), outcome: 'failed' as const, error: 'DataError: bad value', seenIn };
     expect(explainAfterCycles(due, { cycles: [cycle()], met }, WINDOW.asOfDate)).toMatchObject({
       verdict: 'failed',
-      why: 'failed in cycle cycle-1, run run-1: DataError: bad value; the next cycle retries',
+      why: 'failed: in cycle cycle-1, run run-1: DataError: bad value; the next cycle retries',
     });
   });
 
@@ -114,6 +136,16 @@ describe('explainAfterCycles', () => {
     expect(whyAfter('RUNNING')).toBe(
       `${dueWhy}; cycle cycle-1, run run-1, is still running and may not have reached it yet`,
     );
+    const stopped = (outcome: string) =>
+      explainAfterCycles(due, { cycles: [{ ...cycle('COMPLETED'), outcome }] }, WINDOW.asOfDate).why;
+    // Issue 38: a cycle that stopped returns a result, so Temporal lists it COMPLETED; its outcome says it stopped.
+    expect(stopped('time-limit')).toBe(
+      `${dueWhy}; cycle cycle-1, run run-1, stopped before it reached this document (outcome time-limit: it ran out of its maximum run duration); the next cycle reminds it`,
+    );
+    expect(stopped('cancelled')).toBe(
+      `${dueWhy}; cycle cycle-1, run run-1, stopped before it reached this document (outcome cancelled: it was cancelled); the next cycle reminds it`,
+    );
+    expect(stopped('completed')).toBe(whyAfter('COMPLETED'));
     expect(whyAfter('TERMINATED')).toBe(
       `${dueWhy}; cycle cycle-1, run run-1, ended TERMINATED and may not have reached it`,
     );
@@ -151,5 +183,107 @@ describe('explainAfterCycles', () => {
       else if (met && !('unavailable' in day)) expect(after.verdict).toBe(met === 'busy' ? 'waiting' : 'failed');
       else expect(after.verdict).toBe('due');
     }
+  });
+});
+
+const read = (file: string) => fs.readFileSync(path.resolve(__dirname, '../..', file), 'utf8');
+
+/** The text of `heading`'s section of a Markdown file, up to the next heading of its level. */
+function section(markdown: string, heading: string): string {
+  const start = markdown.indexOf(heading);
+  if (start < 0) throw new Error(`no section ${heading}`);
+  const level = /^#+/.exec(heading)![0];
+  const next = markdown.indexOf(`\n${level} `, start + heading.length);
+  return markdown.slice(start, next < 0 ? undefined : next);
+}
+
+/** The first column's code spans of the Markdown table that follows `marker` in `text`. */
+function tableWords(text: string, marker: string): string[] {
+  const rows = text.slice(text.indexOf(marker)).split('\n').slice(1);
+  const table = rows.slice(rows.findIndex((l) => l.startsWith('|')));
+  const body = table
+    .slice(
+      0,
+      table.findIndex((l) => !l.startsWith('|')),
+    )
+    .slice(2);
+  return body.map((l) => /^\| `?([^`|]+?)`? \|/.exec(l)![1]);
+}
+
+const VOCABULARY_WINDOW: ExplainWindow = { ...WINDOW, pruneCutoff: '2026-06-01' };
+const dayCycle: CycleOfDay = { workflowId: 'cycle-1', runId: 'run-1', status: 'COMPLETED', webUi: '/w' };
+const daySeenIn = { ...dayCycle, activityType: 'claimPage', activityId: '3' };
+
+/** One document of each verdict, through the functions `explain` runs. */
+const EXAMPLES: Record<(typeof VERDICTS)[number], DocumentExplanation> = {
+  deleted: explainDocument(doc({ isDeleted: true }), [], VOCABULARY_WINDOW),
+  inactive: explainDocument(doc({ status: 'Archived' }), [], VOCABULARY_WINDOW),
+  'no-expiry': explainDocument(doc({ expiresAt: null }), [], VOCABULARY_WINDOW),
+  'past-retention': explainDocument(doc({ expiresAt: '2026-01-01' }), [], VOCABULARY_WINDOW),
+  pruned: explainDocument(doc({ expiresAt: '2026-05-01' }), [], { ...VOCABULARY_WINDOW, retentionDays: 365 }),
+  'not-due': explainDocument(doc({ expiresAt: '2026-12-01' }), [], VOCABULARY_WINDOW),
+  reminded: explainDocument(
+    doc({}),
+    [{ thresholdDays: 7, remindedAt: '2026-09-01T03:00:00Z', queuedBy: 'r/1' }],
+    WINDOW,
+  ),
+  due: explainDocument(doc({}), [], VOCABULARY_WINDOW),
+  waiting: explainAfterCycles(
+    explainDocument(doc({}), [], VOCABULARY_WINDOW),
+    { cycles: [dayCycle], met: { cycle: dayCycle, outcome: 'busy', seenIn: daySeenIn } },
+    VOCABULARY_WINDOW.asOfDate,
+  ),
+  failed: explainAfterCycles(
+    explainDocument(doc({}), [], VOCABULARY_WINDOW),
+    { cycles: [dayCycle], met: { cycle: dayCycle, outcome: 'failed', error: 'boom', seenIn: daySeenIn } },
+    VOCABULARY_WINDOW.asOfDate,
+  ),
+};
+
+describe('the verdicts', () => {
+  const support = section(read('docs/OPERATIONS.md'), '## Support: why (not)? for one investor');
+
+  it("OPERATIONS' verdict table lists exactly the code's verdicts, in its words", () => {
+    expect(tableWords(support, '**The verdicts.**')).toEqual([...VERDICTS]);
+  });
+
+  it('each verdict is the JSON value, and the line explain prints starts with it', () => {
+    for (const verdict of VERDICTS) {
+      const d = EXAMPLES[verdict];
+      expect([verdict, d.verdict]).toEqual([verdict, verdict]);
+      const printed = explanationText({
+        asOfDate: VOCABULARY_WINDOW.asOfDate,
+        thresholdsDays: WINDOW.thresholdsDays,
+        retentionDays: WINDOW.retentionDays,
+        ownerUserId: 'o1',
+        settingsFrom: { client: 'no cycle as of this day was found' },
+        pruneCutoff: null,
+        documents: [d],
+        cyclesOfDay: { cycles: [] },
+        nextCycle: [],
+        events: [],
+      } satisfies Explanation);
+      expect(printed.split('\n')).toContain(`  ${d.why}`);
+      expect(d.why.startsWith(`${verdict}: `)).toBe(true);
+    }
+  });
+
+  it("OPERATIONS uses none of the old words for them (a verdict is named only by the code's word)", () => {
+    for (const old of ['`not due`', '`no expiry date`', '`past the retention`', '`below the prune cutoff`']) {
+      expect(support).not.toContain(old);
+    }
+  });
+});
+
+describe('exit codes', () => {
+  const readme = read('README.md');
+
+  it("README's exit-code table lists every code of EXIT_CODES, and only those", () => {
+    const listed = tableWords(section(readme, '### Exit codes'), '### Exit codes').map(Number);
+    expect(listed).toEqual([...new Set(Object.values(EXIT_CODES))].sort((a, b) => a - b));
+  });
+
+  it('the client exits with no code of its own: each comes from EXIT_CODES', () => {
+    expect(read('src/client.ts')).not.toMatch(/exitCode:\s*\d/);
   });
 });

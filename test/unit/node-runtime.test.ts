@@ -27,6 +27,13 @@ describe('the Node the project runs on', () => {
   const expected = pinnedVersion();
 
   it('the tests run on the pinned Node 24, not on the Node that ran npm', () => {
+    // npm before 11.7 (npm 10 comes with Node 20 and 22) installs the runtime package without linking its
+    // `node` bin: everything then runs on the machine's Node. Say what to do rather than compare versions.
+    if (expected && !fs.existsSync(path.join(repoRoot, 'node_modules/.bin/node'))) {
+      throw new Error(
+        'node_modules/.bin/node is missing: npm before 11.7 does not link it; install npm 11.7 or newer (npm install -g npm@11) and run npm ci again',
+      );
+    }
     expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
     if (expected) expect(process.version).toBe(`v${expected}`);
   });

@@ -27,7 +27,10 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-connect-errors-'));
   other = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-connect-errors-other-'));
   for (const folder of [dir, other]) {
-    execFileSync('bash', [path.resolve(__dirname, '../../ops/tls/make-certs.sh'), folder], { stdio: 'ignore' });
+    // stderr is kept: it is the error's message, e.g. that openssl is missing.
+    execFileSync('bash', [path.resolve(__dirname, '../../ops/tls/make-certs.sh'), folder], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   }
   // HTTP/2 over TLS, like a gRPC frontend: it speaks first once the handshake is done.
   server = http2.createSecureServer({
@@ -42,7 +45,8 @@ beforeAll(async () => {
   address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }, 60_000);
 afterAll(async () => {
-  await new Promise((resolve) => server.close(resolve));
+  // Undefined when beforeAll failed (e.g. no openssl): its error is the one to read.
+  if (server) await new Promise((resolve) => server.close(resolve));
   fs.rmSync(dir, { recursive: true, force: true });
   fs.rmSync(other, { recursive: true, force: true });
 });

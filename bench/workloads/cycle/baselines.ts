@@ -3,13 +3,15 @@
  *   A  what a cron job would do: one transaction per owner (`remindOwnersInTransaction` for that owner) from a plain
  *      Node loop, the page's owners at most `ownerConcurrency` in flight over a pool of the worker's size;
  *   B  what the database alone can do: one set-based statement per page doing the whole claim
- *      (bench/claim-page.ts), one at a time, no locks.
+ *      (bench/claim-page.ts), one at a time, no locks;
+ *   B∥ the same statements over K disjoint id ranges in K sessions at once (K = the cycle's partitions): what
+ *      the database alone can do with every core.
  */
 import type pg from 'pg';
-import { selectCandidatePage, type PageCursor } from '../../../src/db/candidates';
+import { idRanges, selectCandidatePage, type IdRange, type PageCursor } from '../../../src/db/candidates';
 import { createPool, withTransaction } from '../../../src/db/pool';
 import { remindOwnersInTransaction } from '../../../src/db/reminders';
-import { claimPage } from '../../claim-page';
+import { claimPage, type ClaimPageResult } from '../../claim-page';
 import { cpuDelta, cpuSnapshot, measurement, type Measurement } from '../../harness/measure';
 import { asOfInstant, type CycleSettings } from './settings';
 
@@ -100,4 +102,45 @@ export function baselineB(workerUrl: string, s: CycleSettings): Promise<Measurem
       cursor = r.next;
     }
   });
+}
+
+/**
+ * Baseline B∥: baseline B's statement over `k` disjoint id ranges, one session each, all at once. Without
+ * owner locks, two sessions can claim one owner's documents (they lie in both ranges) and meet in the ledger's
+ * unique index in opposite orders: PostgreSQL then fails one with a deadlock, and its page is run again.
+ */
+export function baselineParallelB(workerUrl: string, s: CycleSettings, k: number): Promise<Measurement> {
+  const name = `B∥: one SQL statement per page in ${k} session${k === 1 ? '' : 's'}`;
+  return timedBaseline(name, workerUrl, k, async (pool, tally) => {
+    await Promise.all(idRanges(k).map((range) => claimRange(pool, s, range, tally)));
+  });
+}
+
+/** SQLSTATE of a deadlock PostgreSQL broke by failing this statement. */
+const DEADLOCK_DETECTED = '40P01';
+
+/** One B∥ session: B's pages over `range`, a page that lost a deadlock run again. */
+async function claimRange(pool: pg.Pool, s: CycleSettings, range: IdRange, tally: Tally): Promise<void> {
+  let cursor: PageCursor | null = null;
+  for (;;) {
+    const r: ClaimPageResult | undefined = await claimPage(
+      pool,
+      s.window,
+      cursor,
+      s.batchSize,
+      asOfInstant(s),
+      'bench-baseline-b-parallel',
+      range,
+    ).catch((err: unknown) => {
+      if ((err as { code?: string }).code === DEADLOCK_DETECTED) return undefined;
+      throw err;
+    });
+    if (!r) continue;
+    tally.pages += 1;
+    tally.owners += r.owners;
+    tally.reminders += r.remindersSent;
+    tally.seen += r.documentCount;
+    if (!r.next) break;
+    cursor = r.next;
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * What a path asked of PostgreSQL besides CPU: commits per database (the benchmark's, and on the production
- * profile Temporal's `temporal` and `temporal_visibility`) and the cluster's WAL fsyncs. A durable commit
+ * profile Temporal's `temporal` and `temporal_visibility`, in a cluster of their own) and each cluster's WAL
+ * fsyncs (`walFsyncs` the job's, `temporalWalFsyncs` Temporal's). A durable commit
  * waits for one fsync (the dev stack's PostgreSQL runs with fsync off, the production profile's with it on),
  * so these say where the production profile's extra time waits, not only where its CPU goes.
  */
@@ -32,11 +33,28 @@ const STATS_FLUSH_MS = 1_500;
  * Runs a path and adds `extra.database`: the commits of each database that committed anything during it, and
  * the WAL fsyncs. Read before and after the path's own clock, so the readings are in no timing.
  */
-export async function withDatabaseActivity(admin: pg.Pool, path: () => Promise<Measurement>): Promise<Measurement> {
-  const before = await activity(admin);
+export async function withDatabaseActivity(
+  admin: pg.Pool,
+  path: () => Promise<Measurement>,
+  temporalAdmin?: pg.Pool,
+): Promise<Measurement> {
+  const read = async () => ({ job: await activity(admin), temporal: temporalAdmin && (await activity(temporalAdmin)) });
+  const before = await read();
   const m = await path();
   await sleep(STATS_FLUSH_MS);
-  const after = await activity(admin);
+  const after = await read();
+  const job = difference(before.job, after.job);
+  const temporal = before.temporal && after.temporal ? difference(before.temporal, after.temporal) : undefined;
+  const database = {
+    commits: { ...job.commits, ...temporal?.commits },
+    walFsyncs: job.walFsyncs,
+    ...(temporal ? { temporalWalFsyncs: temporal.walFsyncs } : {}),
+  };
+  return { ...m, extra: { ...m.extra, database } };
+}
+
+/** The commits of each database that committed anything between two readings, and the fsyncs between them. */
+function difference(before: Activity, after: Activity): Activity {
   const commits: Record<string, number> = {};
   for (const [db, n] of Object.entries(after.commits)) {
     const d = n - (before.commits[db] ?? 0);
@@ -44,5 +62,5 @@ export async function withDatabaseActivity(admin: pg.Pool, path: () => Promise<M
   }
   const walFsyncs =
     after.walFsyncs !== undefined && before.walFsyncs !== undefined ? after.walFsyncs - before.walFsyncs : undefined;
-  return { ...m, extra: { ...m.extra, database: { commits, walFsyncs } } };
+  return { commits, walFsyncs };
 }

@@ -4,7 +4,7 @@
  *   temporal   the full cycle through Temporal on the worker process (./temporal.ts);
  *   repeat     the cycle again over the claimed data, nothing due: the idle cycle; after a full cycle,
  *              once right after it and once after VACUUM of the ledger;
- *   a, b       the baselines (./baselines.ts);
+ *   a, b, bpar the baselines A, B and B∥ (./baselines.ts);
  *   e2e        the full cycle with a relay process beside it, until Kafka acknowledged the last event
  *              (./end-to-end.ts); only when named, since it needs a broker.
  * Also writes the candidate page's plan to bench/explain-<workload>.txt (`-after-claim` after the repeat).
@@ -17,7 +17,8 @@ import type { Measurement } from '../../harness/measure';
 import { writeBenchFile } from '../../report';
 import type { Bench, Workload, WorkloadResult } from '../../workload';
 import type { BenchWorker } from '../../harness/worker';
-import { baselineA, baselineB } from './baselines';
+import { baselineA, baselineB, baselineParallelB } from './baselines';
+import { partitionCount } from '../../../src/domain/cycle';
 import { explainCandidatePage } from './explain';
 import { withDatabaseActivity } from './database-activity';
 import { cycleSettings, type CycleSettings } from './settings';
@@ -32,6 +33,13 @@ export interface DataShape {
   dueOwners: number;
 }
 
+/**
+ * The worker's partition defaults (`REMINDER_PARTITIONS`, `REMINDER_PARTITION_SIZE`): B∥ runs as many sessions
+ * as the cycle plans partitions for the day, unless `--partitions` fixes them.
+ */
+const DEFAULT_PARTITIONS = 8;
+const DEFAULT_PARTITION_SIZE = 5_000;
+
 /** The named shapes; the command line's sizes override each figure. */
 export const DATA_SHAPES: Record<string, DataShape> = {
   smoke: { documents: 1_500, owners: 600, due: 500, dueOwners: 200 },
@@ -45,9 +53,9 @@ export const DATA_SHAPES: Record<string, DataShape> = {
 export function cycleWorkload(name: string, shape: DataShape): Workload {
   return {
     name,
-    paths: ['temporal', 'a', 'b', 'repeat', 'e2e'],
+    paths: ['temporal', 'a', 'b', 'bpar', 'repeat', 'e2e'],
     // End to end needs a broker and a relay: asked for by name (--only temporal,e2e).
-    defaultPaths: ['temporal', 'a', 'b', 'repeat'],
+    defaultPaths: ['temporal', 'a', 'b', 'bpar', 'repeat'],
     needs: (paths) => ({
       worker: paths.has('temporal') || paths.has('repeat') || paths.has('e2e'),
       kafka: paths.has('e2e'),
@@ -95,7 +103,14 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   }
   if (paths.has('b')) {
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s)));
+    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s), bench.temporalAdmin));
+  }
+  if (paths.has('bpar')) {
+    await reset(admin);
+    const k = s.partitions ?? partitionCount(W.due, DEFAULT_PARTITIONS, DEFAULT_PARTITION_SIZE);
+    await record(
+      await withDatabaseActivity(admin, () => baselineParallelB(bench.database.workerUrl, s, k), bench.temporalAdmin),
+    );
   }
 
   const t = results.find((r) => r.path.startsWith('Temporal: full'));
@@ -103,7 +118,8 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   const e2e = results.find((r) => r.path.startsWith('End to end'));
   const comparisons = {
     temporalThroughputVsA: ratio(results.find((r) => r.path.startsWith('A'))),
-    temporalThroughputVsB: ratio(results.find((r) => r.path.startsWith('B'))),
+    temporalThroughputVsB: ratio(results.find((r) => r.path.startsWith('B:'))),
+    temporalThroughputVsBParallel: ratio(results.find((r) => r.path.startsWith('B∥'))),
     endToEndVsCycleAlone: t && e2e ? Number((e2e.seconds / t.seconds).toFixed(3)) : undefined,
   };
   return {
@@ -118,7 +134,7 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
     results,
     comparisons,
     headline:
-      `Temporal throughput / A: ${comparisons.temporalThroughputVsA ?? '-'}; / B: ${comparisons.temporalThroughputVsB ?? '-'}` +
+      `Temporal throughput / A: ${comparisons.temporalThroughputVsA ?? '-'}; / B: ${comparisons.temporalThroughputVsB ?? '-'}; / B∥: ${comparisons.temporalThroughputVsBParallel ?? '-'}` +
       (e2e ? `; end to end / cycle alone: ${comparisons.endToEndVsCycleAlone ?? '-'}` : ''),
   };
 }
@@ -142,7 +158,7 @@ async function temporalPaths(
       say(`warm-up: ${warmUp.seconds} s`);
     }
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle')));
+    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle'), bench.temporalAdmin));
   }
   if (paths.has('repeat')) {
     // Nothing due any more (the ledger holds this cycle's markers): the idle cycle.

@@ -18,10 +18,17 @@ export interface ProductionPostgres {
   stop(): Promise<void>;
 }
 
-/** Starts PostgreSQL with the production settings and the certificates and passwords of `secrets`. */
-export function startProductionPostgres(secrets: StackSecrets): Promise<ProductionPostgres> {
+/**
+ * Starts PostgreSQL with the production settings and the certificates and passwords of `secrets`: the job's
+ * cluster, or with `cluster` 'temporal' the cluster of Temporal's stores.
+ */
+export function startProductionPostgres(
+  secrets: StackSecrets,
+  cluster: 'job' | 'temporal' = 'job',
+): Promise<ProductionPostgres> {
   const root = path.resolve(__dirname, '../../..');
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/stack/serve-postgres.ts', secrets.dir], {
+  const script = 'scripts/stack/serve-postgres.ts';
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), script, secrets.dir, cluster], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
