@@ -3,7 +3,8 @@
 #   node dist/relay.js     the outbox relay to Kafka           set METRICS_PORT=9465 by convention
 #   node dist/migrate.js   apply migrations/ and exit (owner connection: MIGRATION_DATABASE_URL)
 #   node dist/client.js …  the operator's client, e.g. `node dist/client.js schedule apply`
-# Build: docker build -t expiry-reminder .      Details: docs/DEPLOYMENT.md
+# Build: docker build --build-arg BUILD_ID="$(git rev-parse --short=12 HEAD)" -t expiry-reminder .
+# (BUILD_ID is the worker's build id, its Worker Deployment Version: docs/SAFE-DEPLOYS.md)  Details: docs/DEPLOYMENT.md
 # Plain Dockerfile syntax (no BuildKit-only features), so the classic builder that docker-compose 1.29
 # may use builds it too. Only the runtime stage ships: npm's cache stays in the build stages.
 #
@@ -48,6 +49,10 @@ RUN npm ci --omit=dev --ignore-scripts \
 
 # ---- runtime
 FROM ${NODE_IMAGE} AS runtime
+# The worker's build id, from the build (the commit or the image tag), never typed at run time: the image has
+# no .git to take it from, so a worker of an image built without it refuses to start and says so.
+ARG BUILD_ID=
+ENV TEMPORAL_WORKER_BUILD_ID=${BUILD_ID}
 # A 2 MB young generation and a 256 MB old one keep a worker under 300 MB of RSS with a backlog of
 # 500k owners (bench/REPORT.md, "Worker memory"); the default young generation alone adds ~50 MB.
 ENV NODE_ENV=production \

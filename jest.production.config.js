@@ -23,6 +23,7 @@ const ON_PRODUCTION = [
   'schedule-operations',
   'temporal-cli',
   'web-ui',
+  'worker-versioning',
 ];
 
 /** @type {import('jest').Config} */

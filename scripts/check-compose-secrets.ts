@@ -36,6 +36,7 @@ const KEY_FILES: Record<string, string[]> = {
   worker: ['ca.pem', 'worker.pem', 'worker-key.pem'],
   relay: ['ca.pem'],
   'schedule-apply': ['ca.pem', 'client.pem', 'client-key.pem'],
+  'deployment-current': ['ca.pem', 'client.pem', 'client-key.pem'],
   client: ['ca.pem', 'client.pem', 'client-key.pem'],
 };
 const ISSUER = 'certs';

@@ -11,6 +11,7 @@ import { SCHEDULE_ID } from './domain/names';
 import { date, documentId, nonEmpty, outboxRowId, ownerId, thresholds, wholeNumberFrom } from './operations/arguments';
 import { explainCommand, explanationText } from './operations/explain';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
+import { deploymentStatus, makeCurrent, rampVersion } from './operations/deployment';
 import { listParkedCommand, retryParkedCommand } from './operations/outbox';
 import { resultWithProgress } from './operations/progress';
 import {
@@ -210,6 +211,57 @@ export function buildProgram(config: () => Config): Command {
     .action(async (opts: { limit: number }) => {
       const cfg = config();
       print(await withClient(cfg, (c) => listCycles(c, { taskQueue: cfg.temporal.taskQueue, limit: opts.limit })));
+    });
+
+  const deployment = program
+    .command('deployment')
+    .description(
+      "the workers' Worker Deployment (TEMPORAL_DEPLOYMENT_NAME): which version new cycles start on; " +
+        'a cycle runs to its end on the version that started it (docs/SAFE-DEPLOYS.md)',
+    );
+  deployment
+    .command('status')
+    .description(
+      'current and ramping version, and each version with its open cycles (visibility) and drainage (the server)',
+    )
+    .action(async () => {
+      const cfg = config();
+      print(await withClient(cfg, (c) => deploymentStatus(c, cfg)));
+    });
+  deployment
+    .command('current')
+    .description(
+      "make a version current: new cycles (and the schedule's next) start on it; a rollback is this command " +
+        'with the previous build id. Refused while the version has no workers polling',
+    )
+    .argument(
+      '[buildId]',
+      "the version's build id (as `deployment status` or the worker's start log shows it); default: " +
+        "TEMPORAL_WORKER_BUILD_ID, this image's own",
+      nonEmpty,
+    )
+    .option(
+      '--allow-unversioned-cycles',
+      'make it current although cycles of unversioned workers are open (they move to this version mid-cycle)',
+    )
+    .action(async (buildId: string | undefined, opts: { allowUnversionedCycles?: boolean }, cmd: Command) => {
+      const cfg = config();
+      const version = buildId ?? cfg.temporal.buildId;
+      if (!version)
+        cmd.error('error: give the build id (TEMPORAL_WORKER_BUILD_ID is not set here)', {
+          exitCode: EXIT_CODES.usage,
+        });
+      print(await withClient(cfg, (c) => makeCurrent(c, cfg, version!, opts)));
+    });
+  deployment
+    .command('ramp')
+    .description('send a percentage of new cycles to a version, the rest to the current one; `ramp off` stops the ramp')
+    .argument('<buildId>', "the version's build id, or `off`", nonEmpty)
+    .argument('[percent]', 'of new cycles, 0-100', wholeNumberFrom(0, 100))
+    .action(async (buildId: string, percent: number | undefined, _opts: object, cmd: Command) => {
+      if (buildId !== 'off' && percent === undefined) cmd.error('error: give the percentage, e.g. ramp <buildId> 10');
+      const cfg = config();
+      print(await withClient(cfg, (c) => rampVersion(c, cfg, buildId === 'off' ? null : buildId, percent ?? 0)));
     });
 
   program

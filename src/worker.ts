@@ -4,7 +4,7 @@
  */
 import type http from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { loadConfig, requireDatabaseUrl } from './config';
+import { loadConfig, requireDatabaseUrl, workerVersion } from './config';
 import { redactUrl } from './observability/redact';
 import { createPool } from './db/pool';
 import { workerSchemaProblems } from './db/schema-check';
@@ -21,6 +21,7 @@ import { workflowBundlePath } from './temporal/workflow-bundle';
 async function main(): Promise<void> {
   const config = loadConfig();
   const databaseUrl = requireDatabaseUrl(config, 'worker');
+  const version = workerVersion(config);
   const logger = createLogger(config.logLevel);
   // The SDK's exporter gets a loopback port of its own, never the one /metrics is about to bind.
   let sdkPort = 0;
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
         logger,
         metrics,
         tracing,
+        version,
         workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
         onCycleEnded: config.metricsPort ? () => void backlog.now() : undefined,
       }),
@@ -85,6 +87,8 @@ async function main(): Promise<void> {
     logger.info(
       {
         taskQueue: config.temporal.taskQueue,
+        deploymentName: version.deploymentName,
+        buildId: version.buildId,
         namespace: config.temporal.namespace,
         address: config.temporal.address,
         metricsPort: config.metricsPort || undefined,

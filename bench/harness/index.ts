@@ -6,6 +6,7 @@
  * over mTLS (TEMPORAL_TLS_*), the databases with the stack's role passwords over verify-full TLS, the relay
  * and the bare producer over SASL_SSL (KAFKA_SSL*, KAFKA_SASL_*).
  */
+import { makePollingVersionCurrent } from '../../scripts/stack/versions';
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../../src/db/pool';
 import { loadTemporalProfile } from '../../src/config/temporal-profile';
@@ -76,6 +77,8 @@ export async function startHarness(
       });
       running.add(worker);
       await waitForPoller(client, namespace, taskQueue);
+      // A versioned worker (this code) gets cycles once its version is current; an older revision's needs nothing.
+      await makePollingVersionCurrent(client, namespace, taskQueue);
       say(`worker ${worker.child.pid} polling (RSS ${Math.round(procStatusKb(worker.child.pid!, 'VmRSS') / 1024)} MB)`);
       return {
         ...worker,

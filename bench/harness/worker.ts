@@ -2,10 +2,12 @@
  * The worker process the Temporal paths measure: a separate process as deployed, so its CPU and memory
  * are its own and the driver's work is not in them.
  */
+import crypto from 'node:crypto';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
+import { checkoutBuildId } from '../../src/config';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -48,6 +50,9 @@ export function buildEntryCommand(kind: string, entry: 'worker' | 'relay'): stri
   return [...profile, path.join(ROOT, 'dist', `${entry}.js`)];
 }
 
+/** This checkout's build id when the benchmark started (see spawnWorker). */
+const RUN_BUILD_ID = checkoutBuildId(ROOT);
+
 /** Starts the worker on `taskQueue` with the stack's variables and the benchmark's database and pool. */
 export function spawnWorker(
   command: string[],
@@ -65,6 +70,10 @@ export function spawnWorker(
       DATABASE_URL: settings.databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
       TEMPORAL_TASK_QUEUE: settings.taskQueue,
+      // A deployment per task queue: the benchmark's version routes no other run's cycles. One build id for the
+      // run, so a worker started after a commit still serves the cycles pinned to the first one's.
+      TEMPORAL_DEPLOYMENT_NAME: `bench-${crypto.createHash('sha256').update(settings.taskQueue).digest('hex').slice(0, 12)}`,
+      ...(RUN_BUILD_ID ? { TEMPORAL_WORKER_BUILD_ID: RUN_BUILD_ID } : {}),
       METRICS_PORT: '0',
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn',
       NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS ?? WORKER_NODE_OPTIONS,

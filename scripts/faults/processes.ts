@@ -3,11 +3,14 @@
  * `src/relay.ts` under tsx) pointed at the stack, so a fault can SIGKILL one and watch it die.
  */
 import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { checkoutBuildId } from '../../src/config';
 import { EXIT_CODES } from '../../src/run-main';
 import { spawnGroup } from '../process-group';
+import { makePollingVersionCurrent } from '../stack/versions';
 import type { FaultDb, Harness } from './harness';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -60,9 +63,46 @@ export function startProcess(h: Harness, entry: 'worker' | 'relay', env: Record<
   };
 }
 
-/** A worker on `taskQueue`, as the worker role of `db`. */
-export const startWorker = (h: Harness, db: FaultDb, taskQueue: string, env: Record<string, string> = {}): Proc =>
-  startProcess(h, 'worker', { DATABASE_URL: db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, ...env });
+/** The suite's own Worker Deployment: its workers' version is made current here, for no one else. */
+const SUITE_DEPLOYMENT = `faults-${crypto.randomUUID().slice(0, 8)}`;
+
+/**
+ * One build id for the whole run, taken at its start: a worker restarted after a commit (a developer's, while
+ * the suite runs) would otherwise declare another version, and the pinned cycles it should finish would wait
+ * for workers of theirs that never come back.
+ */
+const SUITE_BUILD_ID = checkoutBuildId() ?? `faults-${crypto.randomUUID().slice(0, 8)}`;
+
+/** Per task queue: its workers' version made current (see {@link versionServing}). */
+const serving = new Map<string, Promise<unknown>>();
+
+/**
+ * A worker on `taskQueue`, as the worker role of `db`. Its version is made current once it polls (in the
+ * background: a scenario may start a worker that is meant to fail); {@link versionServing} waits for that.
+ */
+export function startWorker(h: Harness, db: FaultDb, taskQueue: string, env: Record<string, string> = {}): Proc {
+  const proc = startProcess(h, 'worker', {
+    DATABASE_URL: db.workerUrl,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    TEMPORAL_DEPLOYMENT_NAME: SUITE_DEPLOYMENT,
+    TEMPORAL_WORKER_BUILD_ID: SUITE_BUILD_ID,
+    ...env,
+  });
+  if (!serving.has(taskQueue)) {
+    const namespace = h.stack.env.TEMPORAL_NAMESPACE ?? 'default';
+    serving.set(
+      taskQueue,
+      makePollingVersionCurrent(h.client, namespace, taskQueue).catch((err: Error) => {
+        serving.delete(taskQueue);
+        h.say(`  the workers of ${taskQueue} were not made current: ${err.message}`);
+      }),
+    );
+  }
+  return proc;
+}
+
+/** Resolves once the version of the workers started on `taskQueue` is current (at once when none was started). */
+export const versionServing = (taskQueue: string): Promise<unknown> => serving.get(taskQueue) ?? Promise.resolve();
 
 /** A relay as the relay role of `db`, polling fast and backing off briefly so outages end quickly. */
 export const startRelay = (h: Harness, db: FaultDb, env: Record<string, string> = {}): Proc =>

@@ -11,7 +11,7 @@ import type { CycleWorkflow } from '../../src/workflows';
 import { startToxiproxy } from '../toxiproxy';
 import { newDb, newTaskQueue, proxyToPostgres, seed, startCycle, type FaultDb, type Harness } from './harness';
 import { invariants, type JudgedAt } from './invariants';
-import { startRelay, startWorker, type Proc } from './processes';
+import { startRelay, startWorker, versionServing, type Proc } from './processes';
 
 /** One row of the report, before its timing. */
 export interface ScenarioResult {
@@ -154,7 +154,14 @@ function cycleRun(h: Harness, db: FaultDb, started: Proc[], workerEnv: Record<st
     workers: [],
     startWorker: () => track(startWorker(h, db, taskQueue, workerEnv)),
     startRelay: (env) => track(startRelay(h, db, env)),
-    startCycle: (input) => startCycle(h, taskQueue, input),
-    cycle: async (input) => (await startCycle(h, taskQueue, input)).result(),
+    // On the workers' version: started before it is current, a cycle would begin unversioned and move to it.
+    startCycle: async (input) => {
+      await versionServing(taskQueue);
+      return startCycle(h, taskQueue, input);
+    },
+    cycle: async (input) => {
+      await versionServing(taskQueue);
+      return (await startCycle(h, taskQueue, input)).result();
+    },
   };
 }

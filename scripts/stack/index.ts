@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
@@ -18,6 +19,10 @@ import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 import { startProductionTemporal } from './temporal-server';
 import { startJob, type JobIdentities, type JobOptions, type JobProcess, type RunningJob } from './job';
 import { errorOf } from '../../src/domain/failures';
+import { TASK_QUEUE } from '../../src/domain/names';
+import { loadTemporalProfile } from '../../src/config/temporal-profile';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
+import { makePollingVersionCurrent } from './versions';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -128,6 +133,27 @@ function jobIdentities(
     },
     relay: { RELAY_DATABASE_URL: databaseEnv.RELAY_DATABASE_URL, ...(broker ? broker.clientEnv('relay') : adopted) },
   };
+}
+
+/**
+ * The job's workers declare their version (this checkout's, or TEMPORAL_WORKER_BUILD_ID); as an operator
+ * would after a deploy, the stack makes it current, with the client (admin) certificate the worker's lacks.
+ */
+async function makeJobVersionCurrent(temporalEnv: Record<string, string>, log: (line: string) => void): Promise<void> {
+  const loaded = loadTemporalProfile({ ...process.env, ...temporalEnv });
+  if ('problems' in loaded) throw new Error(`the stack's Temporal settings: ${loaded.problems.join('; ')}`);
+  const options = temporalConnectionOptions({
+    temporal: { address: temporalEnv.TEMPORAL_ADDRESS, connection: loaded.profile },
+  });
+  const connection = await connectTemporal(options, (o) => Connection.connect(o));
+  try {
+    const namespace = temporalEnv.TEMPORAL_NAMESPACE ?? 'default';
+    const client = new Client({ connection, namespace });
+    const version = await makePollingVersionCurrent(client, namespace, process.env.TEMPORAL_TASK_QUEUE || TASK_QUEUE);
+    if (version) log(`the job's version ${version.deploymentName}.${version.buildId} is current`);
+  } finally {
+    await connection.close();
+  }
 }
 
 /** Temporal as the stack runs it: the dev server, or the production profile's server and UI. */
@@ -261,6 +287,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         logDir: options.jobLogDir ?? path.join(secrets.dir, 'logs'),
         log,
       });
+      await makeJobVersionCurrent(running.env, log);
     }
     const runningJob = job;
     const runningTemporalPostgres = temporalPostgres;

@@ -6,3 +6,4 @@ export type { Config } from './types';
 export { ConfigError } from './errors';
 export { loadConfig } from './load';
 export { requireDatabaseUrl } from './database-url';
+export { checkoutBuildId, workerVersion, type WorkerVersion } from './build-id';

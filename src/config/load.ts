@@ -132,6 +132,8 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
       address: temporal.profile.address ?? DEFAULT_TEMPORAL_ADDRESS,
       namespace: temporal.profile.namespace ?? 'default',
       taskQueue: v.TEMPORAL_TASK_QUEUE,
+      deploymentName: v.TEMPORAL_DEPLOYMENT_NAME,
+      ...(v.TEMPORAL_WORKER_BUILD_ID ? { buildId: v.TEMPORAL_WORKER_BUILD_ID } : {}),
       ...(v.TEMPORAL_UI_URL ? { uiUrl: v.TEMPORAL_UI_URL.replace(/\/+$/, '') } : {}),
       connection: temporal.profile,
     },

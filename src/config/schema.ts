@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { z } from 'zod';
 import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, MAX_PARTITIONS } from '../domain/cycle';
-import { TASK_QUEUE } from '../domain/names';
+import { DEPLOYMENT_NAME, TASK_QUEUE } from '../domain/names';
 import { duration, durationOrZero, thresholdDays, wholeNumber, type TextParser } from './parsers';
 
 /** A zod field of `parse`, its `expected` sentence as the issue's message. */
@@ -52,6 +52,21 @@ export const schema = z.object({
   TEMPORAL_NAMESPACE: temporalNamespace.optional(),
   TEMPORAL_TASK_QUEUE: z.string().regex(/^\S+$/, 'expected a task queue name').default(TASK_QUEUE),
   TEMPORAL_TLS: boolText.optional(),
+  // Temporal joins the two as `name.buildId`: a dot in the name would make that ambiguous.
+  TEMPORAL_DEPLOYMENT_NAME: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/,
+      'expected a deployment name of letters, digits, - and _, e.g. expiry-reminder',
+    )
+    .default(DEPLOYMENT_NAME),
+  TEMPORAL_WORKER_BUILD_ID: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$/,
+      "expected the build's id as the image build sets it (the commit or image tag: letters, digits, . _ + -)",
+    )
+    .optional(),
   TEMPORAL_UI_URL: z
     .string()
     .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "expected the Web UI's address, e.g. http://127.0.0.1:8233")

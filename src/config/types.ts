@@ -25,6 +25,10 @@ export interface Config {
     address: string;
     namespace: string;
     taskQueue: string;
+    /** The Worker Deployment whose versions the workers declare (docs/SAFE-DEPLOYS.md). */
+    deploymentName: string;
+    /** The build id the image build set (TEMPORAL_WORKER_BUILD_ID); without it the worker derives one from git. */
+    buildId?: string;
     /** The Web UI's address, for links to a run (`explain`); without it, paths under the UI's address. */
     uiUrl?: string;
     /** The connection profile (temporal.toml and `TEMPORAL_*`): API key, TLS, gRPC metadata. */

@@ -3,6 +3,8 @@
  * or the outbox takes its names from here, so a rename is one edit.
  */
 export const TASK_QUEUE = 'document-expiry-reminder';
+/** The Worker Deployment the workers' versions belong to (docs/SAFE-DEPLOYS.md). */
+export const DEPLOYMENT_NAME = 'expiry-reminder';
 export const WORKFLOW_TYPE = 'documentExpiryReminderCycle';
 export const SCHEDULE_ID = 'document-expiry-reminder';
 /** Prefix of the workflow ids the schedule starts; Temporal appends the action time. */

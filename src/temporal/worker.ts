@@ -19,7 +19,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type pg from 'pg';
 import { createActivities } from '../activities';
-import type { Config } from '../config';
+import type { Config, WorkerVersion } from '../config';
 import type { Logger } from '../observability/logger';
 import { recordCycleEnded, type WorkerMetrics } from '../observability/metrics';
 import { createTracing, OTEL_WORKFLOW_INTERCEPTORS, type Tracing } from '../observability/tracing';
@@ -41,6 +41,11 @@ export interface WorkerDeps {
   onCycleEnded?: () => void;
   /** The worker's identity in workflow histories (default: the SDK's, process id and host name). */
   identity?: string;
+  /**
+   * The Worker Deployment Version this worker declares: its cycles are pinned to it and it gets new ones only
+   * while it is the deployment's current (or ramping) version. Without it the worker is unversioned.
+   */
+  version?: WorkerVersion;
 }
 
 /** Path of the workflow code, for bundling (works from `src/` under tsx and from `dist/`). */
@@ -96,6 +101,16 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: config.temporal.namespace,
     taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
     ...(deps.identity ? { identity: deps.identity } : {}),
+    // A cycle and its partitions run to their end on the version that started them (docs/SAFE-DEPLOYS.md).
+    ...(deps.version
+      ? {
+          workerDeploymentOptions: {
+            version: deps.version,
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
+        }
+      : {}),
     // A prebuilt bundle must include OTEL_WORKFLOW_INTERCEPTORS itself (see bundleWorkflowCode).
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     interceptors: {

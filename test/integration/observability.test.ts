@@ -12,6 +12,7 @@ import { freePort } from '../../src/observability/ports';
 import { createTracing } from '../../src/observability/tracing';
 import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
 import { historyBytes } from '../support/history';
+import { makePollingVersionCurrent } from '../../scripts/stack/versions';
 import { startEntryProcess, type EntryProcess } from '../support/processes';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
@@ -83,11 +84,14 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     {
       DATABASE_URL: stack.db.workerUrl,
       TEMPORAL_TASK_QUEUE: taskQueue,
+      // A deployment of this test's own: the version made current below routes no other test's cycles.
+      TEMPORAL_DEPLOYMENT_NAME: `obs-${crypto.randomUUID().slice(0, 8)}`,
       METRICS_PORT: String(workerPort),
       LOG_LEVEL: 'info',
     },
     'worker started',
   );
+  await makePollingVersionCurrent(stack.client, stack.config.temporal.namespace, taskQueue);
   let workerMetrics: string;
   let relayMetrics: string;
   let handle;

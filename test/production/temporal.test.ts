@@ -27,6 +27,7 @@ import { eventually } from '../support/wait';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
 import { greet, releaseSignal, stateQuery, waitForRelease } from './support/workflows';
 import { errorOf } from '../../src/domain/failures';
+import { makeCurrent } from '../../src/operations/deployment';
 import { workflowsOfRuns } from '../../src/operations/explain-history';
 
 jest.setTimeout(120_000);
@@ -239,6 +240,42 @@ describe('each certificate does its own job only', () => {
     expect((list as Error).message).toContain(refusal('client', 'worker'));
     const terminate = await refusedAs('worker', 'client', (c) => c.workflow.getHandle(id).terminate('no'));
     expect((terminate as Error).message).toContain(refusal('client', 'worker'));
+  });
+
+  it('the worker certificate may not change which version is current; the client certificate does, and a pinned workflow runs on it', async () => {
+    const taskQueue = workflowId('versioned');
+    const deploymentName = workflowId('deployment');
+    const version = { deploymentName, buildId: 'n' };
+    const versioned = await Worker.create({
+      connection: workerConnection,
+      namespace: 'default',
+      taskQueue,
+      workflowsPath: require.resolve('./support/workflows'),
+      workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' },
+    });
+    const running = versioned.run();
+    try {
+      const target = { temporal: { ...loadConfig(envAs('client')).temporal, taskQueue, deploymentName } };
+      const byWorker = await refusedAs('worker', 'client', (c) =>
+        c.workflowService.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId: 'n' }),
+      );
+      expect((byWorker as Error).message).toContain(refusal('client', 'worker'));
+      await expect(makeCurrent(client, target, 'n', { waitForPollersMs: 30_000 })).resolves.toEqual(
+        expect.objectContaining({ current: 'n' }),
+      );
+      const handle = await client.workflow.start(greet, { taskQueue, workflowId: workflowId('pinned'), args: ['v'] });
+      await expect(handle.result()).resolves.toBe('hello v');
+      const { events } = await handle.fetchHistory();
+      const builds = (events ?? []).flatMap((e) =>
+        e.workflowTaskCompletedEventAttributes
+          ? [e.workflowTaskCompletedEventAttributes.deploymentVersion?.buildId]
+          : [],
+      );
+      expect(new Set(builds)).toEqual(new Set(['n']));
+    } finally {
+      versioned.shutdown();
+      await running;
+    }
   });
 
   it('the cli certificate manages a schedule and the search attributes with the temporal CLI, in its namespace only', async () => {

@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { Config } from '../../src/config';
+import type { Config, WorkerVersion } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
 import type { Tracing } from '../../src/observability/tracing';
@@ -43,6 +43,8 @@ interface WorkerOptions {
   tracing?: Tracing;
   /** The worker's identity in histories, to tell two workers of one process apart. */
   identity?: string;
+  /** A Worker Deployment Version to declare (pinned cycles); without it the worker is unversioned. */
+  version?: WorkerVersion;
 }
 
 export interface Integration {

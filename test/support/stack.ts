@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type pg from 'pg';
 import pino from 'pino';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, type Config, type WorkerVersion } from '../../src/config';
 import type { CycleInput, CycleSettings } from '../../src/domain/cycle';
 import { createPool } from '../../src/db/pool';
 import { REDACTED_PATHS } from '../../src/observability/logger';
@@ -145,7 +145,7 @@ export interface TestWorker {
 /** A worker on a task queue of its own, running the real workflow bundle and real activities. */
 export async function startTestWorker(
   db: TestDatabase,
-  options: { taskQueue?: string; config?: Config; tracing?: Tracing; identity?: string } = {},
+  options: { taskQueue?: string; config?: Config; tracing?: Tracing; identity?: string; version?: WorkerVersion } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
   const connection = await connectToStack((o) => NativeConnection.connect(o));
@@ -158,6 +158,7 @@ export async function startTestWorker(
     taskQueue,
     tracing: options.tracing,
     identity: options.identity,
+    version: options.version,
     workflowBundle: { codePath: required('WORKFLOW_BUNDLE_PATH') },
   });
   const running = worker.run();

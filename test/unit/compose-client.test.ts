@@ -45,6 +45,9 @@ const NEEDS: Record<string, (c: Config) => string[]> = {
   explain: (c) => [...reads(c), ...explainsOutbox(c), ...temporal(c)],
   'outbox parked': outbox,
   'outbox retry': outbox,
+  'deployment status': temporal,
+  'deployment current': temporal,
+  'deployment ramp': temporal,
 };
 
 /** The client's commands, `group sub` or `name`, as its program defines them. */
