@@ -43,7 +43,7 @@ export interface Scenario {
  */
 export const SCENARIOS: Scenario[] = [
   {
-    // Several pages, a sliding window of 2 owners, an owner with documents on two pages, an expired
+    // A small day of several pages in one claim, an owner with documents on two pages, an expired
     // document, an owner that fails for good (errcode 22023 from a trigger: non-retryable), and prune.
     name: 'normal',
     async run(ctx) {
@@ -78,25 +78,35 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
-    // Pages of 2 owners and a history budget of 32 events: the first run starts fresh and continues as
-    // new, a middle run starts from a continuation and continues as new, the last one completes.
+    // Pages of 2 owners, a claim per page and a history budget of 32 events: the first run starts fresh and
+    // continues as new, a middle run starts from a continuation and continues as new, the last one completes.
     name: 'continued-as-new',
     async run(ctx) {
       await insertOwners(ctx, 9, (i) => i % 8);
-      const handle = await start(ctx, 'continued-as-new', { asOf: AS_OF_DATE, batchSize: 2, maxHistoryEvents: 32 });
+      const handle = await start(ctx, 'continued-as-new', {
+        asOf: AS_OF_DATE,
+        batchSize: 2,
+        maxHistoryEvents: 32,
+        pagesPerClaim: 1,
+      });
       const result = await handle.result();
       check('continued-as-new', result, (r) => r.status === 'completed' && r.runs >= 3 && r.ownersProcessed === 9);
       return handle;
     },
   },
   {
-    // Cancelled while owners are in flight: the owner in flight finishes, nothing new starts, no prune.
+    // Cancelled while a claim runs: the claim in flight finishes, nothing new starts, no prune.
     name: 'cancelled',
     async run(ctx) {
       await insertOwners(ctx, 6, () => 7);
       await slowOwners(ctx.admin);
-      const handle = await start(ctx, 'cancelled', { asOf: AS_OF_DATE, ownerConcurrency: 1 });
-      await waitForScheduled(handle, ['remindOwners'], 2);
+      const handle = await start(ctx, 'cancelled', {
+        asOf: AS_OF_DATE,
+        ownerConcurrency: 1,
+        batchSize: 2,
+        pagesPerClaim: 1,
+      });
+      await waitForScheduled(handle, ['claimPage'], 1);
       await handle.cancel();
       const result = await handle.result();
       check(
@@ -108,13 +118,19 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
-    // MaxRunDuration passes mid-page: the cycle ends as time-limit, and still prunes.
+    // MaxRunDuration passes while a claim runs: the cycle ends as time-limit, and still prunes.
     name: 'time-limit',
     async run(ctx) {
       await insertOwners(ctx, 6, () => 1);
       await insertMarker(ctx.admin, addDays(AS_OF_DATE, -200));
       await slowOwners(ctx.admin);
-      const handle = await start(ctx, 'time-limit', { asOf: AS_OF_DATE, ownerConcurrency: 1, maxRunDurationMs: 1_000 });
+      const handle = await start(ctx, 'time-limit', {
+        asOf: AS_OF_DATE,
+        ownerConcurrency: 1,
+        batchSize: 2,
+        pagesPerClaim: 1,
+        maxRunDurationMs: 1_000,
+      });
       const result = await handle.result();
       check('time-limit', result, (r) => r.status === 'time-limit' && r.ownersProcessed < 6 && r.pruned === 1);
       return handle;
@@ -194,7 +210,7 @@ async function insertMarker(admin: pg.Pool, expiresAt: string): Promise<void> {
   );
 }
 
-/** Every owner transaction takes at least 0.4 s, so a cancel or a deadline lands mid-page. */
+/** Every owner transaction takes at least 0.4 s, so a cancel or a deadline lands mid-claim. */
 async function slowOwners(admin: pg.Pool): Promise<void> {
   await admin.query(`
     create function profile.replay_fixture_slow() returns trigger language plpgsql as $$

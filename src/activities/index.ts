@@ -3,46 +3,19 @@
  * only: they are recorded in workflow history, which every operator can read.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { partitionCount, pruneCutoffFor, type CycleSettings, type PartitionRef } from '../domain/cycle';
+import { partitionCount, pruneCutoffFor, type CycleSettings } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
-import { countDueDocumentsUpTo, idRanges, selectCandidatePage, type CandidateWindow } from '../db/candidates';
-import { deleteScanPositions, insertScanPosition, selectScanPosition } from '../db/scan-positions';
+import { countDueDocumentsUpTo, type CandidateWindow } from '../db/candidates';
+import { deleteScanPositions } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
 import { toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
 import { createOwnerClaims } from './owner-groups';
 import { createPageClaims } from './page-claims';
 
-import type { RecordedPageOwners } from '../domain/cycle';
-
 export type { ActivityDeps } from './deps';
 export type { RemindOwnersInput, RemindOwnersResult } from './owner-groups';
 export type { ClaimPageInput, ClaimPageResult } from './page-claims';
-
-export interface CandidatePage extends RecordedPageOwners {
-  documentCount: number;
-  /** False when this page was not full: the scan is done. */
-  hasNext: boolean;
-}
-
-/**
- * Which page of which cycle's scan to read. Page 1 starts at the window; page n starts where page n − 1
- * ended, a position stored in PostgreSQL (a document's expiry date is a document value, so it never
- * travels through history).
- */
-export interface FindCandidatePageInput {
-  window: CandidateWindow;
-  /**
-   * The first run id of the cycle's chain of runs, stable across continue-as-new. Named `cycleId` because
-   * activity inputs are recorded in history and read by workers of other versions.
-   */
-  cycleId: string;
-  jobRunId: string;
-  page: number;
-  batchSize: number;
-  /** The partition whose id range this scan covers; absent: the whole id space (a cycle that scans alone). */
-  partition?: PartitionRef;
-}
 
 /** What {@link PlanPartitionsInput} asks: how to split the day of `window`. */
 export interface PlanPartitionsInput {
@@ -66,7 +39,8 @@ export interface PruneInput {
   retentionDays: number;
   /**
    * The first run id of the cycle whose scan positions go too (with any older than
-   * {@link STALE_SCAN_POSITION_DAYS}); `cycleId` like {@link FindCandidatePageInput.cycleId}.
+   * {@link STALE_SCAN_POSITION_DAYS}); named `cycleId`, as in `ClaimPageInput`, because activity inputs are
+   * recorded in history.
    */
   cycleId?: string;
   /** The first run ids of the cycle's partitions, whose scan positions go too. */
@@ -117,52 +91,6 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       try {
         const due = await countDueDocumentsUpTo(pool, input.window, max * size, config.scanSlices);
         return { due, partitions: partitionCount(due, max, size), max, size };
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
-    },
-
-    /** One page of the candidate scan, reduced to owner ids; its end position stays in PostgreSQL. */
-    async findCandidatePage(input: FindCandidatePageInput): Promise<CandidatePage> {
-      const { attempt } = Context.current().info;
-      let after = null;
-      try {
-        if (input.page > 1) {
-          after = await selectScanPosition(pool, input.cycleId, input.page - 1);
-        }
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
-      if (input.page > 1 && !after) {
-        throw ApplicationFailure.nonRetryable(
-          `no scan position for page ${input.page - 1} of cycle ${input.jobRunId} (${input.cycleId}): a continuation ` +
-            'only continues the cycle that wrote it',
-          'ScanPositionMissing',
-        );
-      }
-      try {
-        // Only a scan's first page is sliced: an idle day's only page walks the whole window, a later one is busy
-        // (bench/REPORT-HISTORY.md#7-the-idle-day-the-current-threshold-expression-and-the-page-scanned-in-slices).
-        // A partition is one id range already; it reads its first page whole.
-        const slices = input.page === 1 && !input.partition ? config.scanSlices : 1;
-        const range = input.partition ? idRanges(input.partition.count)[input.partition.index] : undefined;
-        const rows = await selectCandidatePage(pool, input.window, after ?? null, input.batchSize, slices, range);
-        const hasNext = rows.length === input.batchSize;
-        if (hasNext) {
-          const last = rows[rows.length - 1];
-          await insertScanPosition(pool, {
-            firstRunId: input.cycleId,
-            jobRunId: input.jobRunId,
-            page: input.page,
-            expiresAt: last.expires_at,
-            id: last.id,
-            attempt,
-            first: { expiresAt: rows[0].expires_at, id: rows[0].id },
-          });
-        }
-        // Still under the field's old name: a workflow worker of the release before reads only that one
-        // (docs/SAFE-DEPLOYS.md#renaming-a-recorded-field).
-        return { ownerIds: [...new Set(rows.map((r) => r.owner_user_id))], documentCount: rows.length, hasNext };
       } catch (err) {
         throw toActivityFailure(err);
       }

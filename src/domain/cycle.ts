@@ -138,9 +138,40 @@ export interface CycleResult extends CycleCounts {
   partitions?: number;
 }
 
-/** Adds `add`'s counts to `into` (a partition's to its cycle's, a running partition's to a progress line). */
+/** Adds `add`'s counts to `into`: a claim's ({@link claimCounts}) to its run's, a partition's to its cycle's. */
 export function addCounts(into: CycleCounts, add: CycleCounts): void {
   for (const key of Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[]) into[key] += add[key];
+}
+
+/**
+ * What a claim of owners reports, in counts: a partition's `claimPage` (its pages' groups together) or a busy
+ * retry's `remindOwners` (one group). Failed owners come by id, each counted once.
+ */
+export interface ClaimTally {
+  ownersProcessed: number;
+  ownersNotified: number;
+  remindersSent: number;
+  skippedAlreadyMarked: number;
+  failed: readonly unknown[];
+}
+
+/**
+ * A claim's report as counts, with what the scan adds (`pages`, `documentsSeen`, owners found busy for the
+ * first time): the one rule by which every claim reaches the cycle's counts, through {@link addCounts}.
+ */
+export function claimCounts(
+  r: ClaimTally,
+  scan: Partial<Pick<CycleCounts, 'pages' | 'documentsSeen' | 'ownersBusy'>> = {},
+): CycleCounts {
+  return {
+    ...ZERO_COUNTS,
+    ownersProcessed: r.ownersProcessed,
+    ownersNotified: r.ownersNotified,
+    remindersSent: r.remindersSent,
+    skippedAlreadyMarked: r.skippedAlreadyMarked,
+    failedOwners: r.failed.length,
+    ...scan,
+  };
 }
 
 /** One partition of a cycle's scan: the `index`-th (from 0) of `count` id ranges. */
@@ -168,22 +199,6 @@ export interface PartitionResult {
   runs: number;
   /** The partition's first run id, which keys its scan positions; the cycle's prune deletes them. */
   firstRunId: string;
-}
-
-/**
- * The owners of a page read (`findCandidatePage`'s result, recorded in history), distinct, in scan order,
- * under either name: `ownerUserIds`, as every other input and result calls them, or `ownerIds`, the name
- * this result had. Workers read both from this release on, and write `ownerIds` until the next one, so a
- * workflow worker of the release before never meets the new name (docs/SAFE-DEPLOYS.md#renaming-a-recorded-field).
- */
-export interface RecordedPageOwners {
-  ownerUserIds?: string[];
-  ownerIds?: string[];
-}
-
-/** The owners of a page read, under whichever name it was recorded. */
-export function pageOwnerUserIds(page: RecordedPageOwners): string[] {
-  return page.ownerUserIds ?? page.ownerIds ?? [];
 }
 
 /** A partition's workflow id: its cycle's, then which of how many (the Web UI lists it under the cycle). */

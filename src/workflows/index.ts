@@ -1,5 +1,6 @@
 /** Workflow entry point for the worker's bundle: exports every workflow type this worker runs. */
-import { documentExpiryReminderCycle, documentExpiryReminderPartition } from './cycle';
+import { documentExpiryReminderCycle } from './cycle';
+import { documentExpiryReminderPartition } from './partition';
 
 export { documentExpiryReminderCycle, documentExpiryReminderPartition };
 /** The cycle workflow's type, for typed handles: `client.workflow.getHandle<CycleWorkflow>(id)`. */

@@ -176,7 +176,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   expect(history.includes(canary)).toBe(false);
 });
 
-test('a traced cycle and relay form the span tree cycle → page → owner → outbox publish, correlated by jobRunId', async () => {
+test('a traced cycle and relay form the span tree cycle → claim → claimPage → outbox publish, correlated by jobRunId', async () => {
   const exporter = new InMemorySpanExporter();
   const tracing = createTracing({
     serviceName: 'expiry-reminder-test',
@@ -206,10 +206,10 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   const parent = (s: ReadableSpan) => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
   const cycle = spans.find((s) => s.name === 'RunWorkflow:documentExpiryReminderCycle')!;
   expect(cycle.attributes).toEqual(expect.objectContaining({ correlationId: handle.workflowId, batchSize: 10 }));
-  const page = spans.find((s) => s.name === 'page')!;
-  expect(parent(page)).toBe(cycle);
-  expect(page.attributes).toEqual(
-    expect.objectContaining({ correlationId: handle.workflowId, documentCount: 2, owners: 2 }),
+  const claim = spans.find((s) => s.name === 'claim')!;
+  expect(parent(claim)).toBe(cycle);
+  expect(claim.attributes).toEqual(
+    expect.objectContaining({ correlationId: handle.workflowId, page: 1, pages: 1, documentCount: 2, owners: 2 }),
   );
 
   const publishes = spans.filter((s) => s.name === 'outbox publish');
@@ -217,13 +217,13 @@ test('a traced cycle and relay form the span tree cycle → page → owner → o
   for (const publish of publishes) {
     expect(publish.attributes.correlationId).toBe(handle.workflowId);
     expect(publish.spanContext().traceId).toBe(cycle.spanContext().traceId);
-    // outbox publish → RunActivity:remindOwners (the group both owners are in) → StartActivity → page → RunWorkflow
-    const groupRun = parent(publish)!;
-    expect(groupRun.name).toBe('RunActivity:remindOwners');
-    expect(groupRun.attributes).toEqual(expect.objectContaining({ owners: 2, correlationId: handle.workflowId }));
-    const scheduled = parent(groupRun)!;
-    expect(scheduled.name).toBe('StartActivity:remindOwners');
-    expect(parent(scheduled)).toBe(page);
+    // outbox publish → RunActivity:claimPage (the claim both owners are in) → StartActivity → claim → RunWorkflow
+    const claimRun = parent(publish)!;
+    expect(claimRun.name).toBe('RunActivity:claimPage');
+    expect(claimRun.attributes).toEqual(expect.objectContaining({ owners: 2, correlationId: handle.workflowId }));
+    const scheduled = parent(claimRun)!;
+    expect(scheduled.name).toBe('StartActivity:claimPage');
+    expect(parent(scheduled)).toBe(claim);
   }
   await tracing.shutdown();
 });

@@ -1,6 +1,6 @@
 /**
  * Owners another transaction holds ("busy"), run by the real workflow code against stub activities on
- * Temporal's time-skipping test server: retried once the scan is done, after pauses of 1 s doubling up
+ * Temporal's time-skipping test server: reported by the claims, retried in owner groups once the claims are done, after pauses of 1 s doubling up
  * to 30 s, for `busyRetryWindowMs`; counted busy once, and failed if still busy at the end.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -15,11 +15,11 @@ import {
   type HistoryEvent,
 } from './support/cycle-env';
 import type { RemindOwnersInput } from '../../src/activities';
-import { STUB_DEFAULTS, callsOf, groups, groupsByFirstOwner, ownerId, owners } from './support/stub-activities';
+import { STUB_DEFAULTS, callsOf, groups, ownerId, owners } from './support/stub-activities';
 
 const cycle = cycleEnvPerFile();
 
-test('an owner found busy is retried alone once the scan is done, a second later, and counts busy once', async () => {
+test('an owner a claim found busy is retried alone once the claims are done, a second later, and counts busy once', async () => {
   await withCycle(
     cycle(),
     { pages: [owners(1, 4), owners(5, 4)], owner: (id, n) => (id === ownerId(2) && n === 1 ? 'busy' : 'sent') },
@@ -36,14 +36,11 @@ test('an owner found busy is retried alone once the scan is done, a second later
           pages: 2,
         }),
       );
-      // Its group first, then the owner alone, after every group and page of the scan had ended.
-      const retry = callsOf(calls, 'remindOwners').at(-1)!;
-      expect(groups([retry])).toEqual([[ownerId(2)]]);
-      const scanEnd = Math.max(
-        ...calls.filter((c) => c !== retry && c.activity !== 'pruneReminders').map((c) => c.end!),
-      );
-      expect(retry.start).toBeGreaterThan(scanEnd);
-      expect(groupsByFirstOwner(calls)).toContainEqual([ownerId(1), ownerId(2)]);
+      // The owner alone, after every claim had ended.
+      expect(groups(calls)).toEqual([[ownerId(2)]]);
+      const retry = callsOf(calls, 'remindOwners')[0];
+      const claimsEnd = Math.max(...callsOf(calls, 'claimPage').map((c) => c.end!));
+      expect(retry.start).toBeGreaterThan(claimsEnd);
 
       // In the history: one pause of 1 s, and the retry named for the Web UI's timeline as a retry.
       const [{ events }] = await histories();
@@ -74,7 +71,7 @@ test('an owner still busy when busyRetryWindowMs runs out counts failed, is logg
       const [{ events }] = await histories();
       expect(STUB_DEFAULTS.busyRetryWindowMs).toBe(60_000);
       expect(timerSeconds(events)).toEqual([1, 2, 4, 8, 16]);
-      expect(groups(calls)).toEqual([[ownerId(1), ownerId(2)], ...Array(5).fill([ownerId(1)])]);
+      expect(groups(calls)).toEqual(Array(5).fill([ownerId(1)]));
       expect(result.durationMs).toBeGreaterThanOrEqual(31_000);
 
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
@@ -95,9 +92,9 @@ function summaryOf(event: HistoryEvent): string | undefined {
 }
 
 test('busy owners past what a continue-as-new carries are counted failed and logged by id, not dropped silently', async () => {
-  // 10,002 owners busy over three pages (a page holds at most 5,000 owners of two documents each); the
-  // run continues as new after the third, carrying 10,000 of them. maxHistoryEvents 273 is what lets the
-  // first run read exactly three pages (its history is deterministic).
+  // 10,002 owners busy over three pages (a page holds at most 5,000 owners of two documents each), two more
+  // owners on a fourth; a budget of 30 events makes the first run continue as new after its first claim (pages 1-3), carrying
+  // 10,000 of the busy owners (each later run retries a group of them and hands over).
   const busyPage = owners(1, MAX_CARRIED_BUSY_OWNERS + 2);
   const half = MAX_CARRIED_BUSY_OWNERS / 2;
   const notCarried = busyPage.slice(MAX_CARRIED_BUSY_OWNERS);
@@ -108,13 +105,13 @@ test('busy owners past what a continue-as-new carries are counted failed and log
       pages: [busyPage.slice(0, half), busyPage.slice(half, 2 * half), busyPage.slice(2 * half), owners(20_001, 2)],
       owner: (id, n) => (n === 1 && busy.has(id) ? 'busy' : 'sent'),
     },
-    { batchSize: 10_000, ownerConcurrency: 500, ownerGroupSize: 500, maxHistoryEvents: 273 },
+    { batchSize: 10_000, ownerConcurrency: 500, ownerGroupSize: 500, maxHistoryEvents: 30, pagesPerClaim: 3 },
     async ({ handle, logs, histories }) => {
       const result = await handle.result();
+      expect(result.runs).toBeGreaterThanOrEqual(2);
       expect(result).toEqual(
         expect.objectContaining({
           status: 'completed',
-          runs: 2,
           ownersBusy: MAX_CARRIED_BUSY_OWNERS + 2,
           ownersProcessed: MAX_CARRIED_BUSY_OWNERS + 2,
           failedOwners: 2,
@@ -135,20 +132,19 @@ test('busy owners past what a continue-as-new carries are counted failed and log
 });
 
 test('a busy owner is retried naming the activity that found it busy, also across continue-as-new, so an earlier attempt that held it is counted', async () => {
-  // Owner 1 busy on page 1 and again in the first retry round; the run continues as new after page 2.
+  // Owner 1 busy on page 1's claim and again in the first retry round; the run continues as new after page 1.
   await withCycle(
     cycle(),
     {
       pages: [owners(1, 4), owners(5, 4), owners(9, 4)],
       owner: (id, n) => (id === ownerId(1) && n <= 2 ? 'busy' : 'sent'),
     },
-    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 60 },
+    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 30, pagesPerClaim: 1 },
     async ({ handle, calls, histories }) => {
       expect(await handle.result()).toEqual(expect.objectContaining({ status: 'completed', ownersProcessed: 12 }));
-      const groupCalls = callsOf(calls, 'remindOwners');
-      const foundBusy = groupCalls.find((c) => (c.input as RemindOwnersInput).ownerUserIds.includes(ownerId(1)))!;
-      const retries = groupCalls.filter(
-        (c) => c !== foundBusy && (c.input as RemindOwnersInput).ownerUserIds.includes(ownerId(1)),
+      const foundBusy = callsOf(calls, 'claimPage')[0];
+      const retries = callsOf(calls, 'remindOwners').filter((c) =>
+        (c.input as RemindOwnersInput).ownerUserIds.includes(ownerId(1)),
       );
       expect(retries).toHaveLength(2);
       const keys = retries.map((c) => (c.input as RemindOwnersInput).earlierQueuedBy?.[ownerId(1)] ?? []);
@@ -192,10 +188,10 @@ test('busy retries never take a run past maxHistoryEvents: owners busy round aft
       // The rounds go on across the runs: the same pauses as one run would take (1 + 2 + 4 + 8 + 16 s within
       // the 60 s window), not a new window per run; every owner is retried in each of the five rounds.
       expect(runs.flatMap((r) => timerSeconds(r.events))).toEqual([1, 2, 4, 8, 16]);
-      expect(groups(callsOf(calls, 'remindOwners')).flat()).toHaveLength(30 * 6);
+      expect(groups(callsOf(calls, 'remindOwners')).flat()).toHaveLength(30 * 5);
       for (const run of runs.slice(1)) expect(runInput(run.events).continuation?.busyRetry).toBeDefined();
-      // One page read, by the first run only; one prune, by the last.
-      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(1);
+      // One claim, by the first run only; one prune, by the last.
+      expect(callsOf(calls, 'claimPage')).toHaveLength(1);
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
     },
   );

@@ -1,10 +1,10 @@
 /**
  * Continue-as-new, run by the real workflow code against stub activities on Temporal's time-skipping
- * test server: a cycle whose history would outgrow `maxHistoryEvents` drains its window and continues
- * as new, carrying its counts and busy owners, and its result covers every run; a cancel request or
- * the time limit that comes while it drains ends the cycle instead of starting a new run.
+ * test server: a small day whose history would outgrow `maxHistoryEvents` continues as new between its
+ * claims, carrying its counts and busy owners, and its result covers every run; a cancel request or the
+ * time limit that comes while its last claim runs ends the cycle instead of starting a new run.
  */
-import type { FindCandidatePageInput } from '../../src/activities';
+import type { ClaimPageInput } from '../../src/activities';
 import { ZERO_COUNTS, type CycleContinuation, type CycleInput, type CycleResult } from '../../src/domain/cycle';
 import {
   cancelAndWaitUntilSeen,
@@ -38,10 +38,16 @@ const STUB_SETTINGS = {
 };
 
 test('continues as new before the history fills, carrying counts and busy owners; the result covers every run', async () => {
-  // 8 pages of 4 owners; a page may cost (8 / 2 + 1) × 6 = 30 events, so a run of 60 holds a few.
+  // 8 pages of 4 owners, a claim per page; a claim costs 6 events, so a run of 40 holds a few.
   const pages = Array.from({ length: 8 }, (_, i) => owners(1 + 4 * i, 4));
-  const input: CycleInput = { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 60 };
-  // Owner 1 is busy the first time: found in run 1, retried once the scan is done, in the last run.
+  const input: CycleInput = {
+    batchSize: 8,
+    ownerConcurrency: 4,
+    ownerGroupSize: 2,
+    maxHistoryEvents: 40,
+    pagesPerClaim: 1,
+  };
+  // Owner 1 is busy the first time: found in run 1, retried once the claims are done, in the last run.
   const owner = (id: string, n: number) => (id === ownerId(1) && n === 1 ? 'busy' : 'sent');
   await withCycle(cycle(), { pages, owner }, input, async ({ handle, calls, metrics, logs, histories }) => {
     const result = await handle.result();
@@ -60,13 +66,13 @@ test('continues as new before the history fills, carrying counts and busy owners
       }),
     );
 
-    // Every page read once, in order, over the runs, each run going on from where the last stopped.
-    const pageCalls = callsOf(calls, 'findCandidatePage');
-    expect(pageCalls.map((c) => (c.input as FindCandidatePageInput).page)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Every page claimed once, in order, over the runs, each run going on from where the last stopped.
+    const pageCalls = callsOf(calls, 'claimPage');
+    expect(pageCalls.map((c) => (c.input as ClaimPageInput).page)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const runOrder = runs.map((r) => r.runId);
     const runOfPage = pageCalls.map((c) => runOrder.indexOf(c.workflowRunId));
     expect(runOfPage).toEqual([...runOfPage].sort());
-    expect(new Set(pageCalls.map((c) => (c.input as FindCandidatePageInput).cycleId))).toEqual(
+    expect(new Set(pageCalls.map((c) => (c.input as ClaimPageInput).cycleId))).toEqual(
       new Set([handle.firstExecutionRunId]),
     );
 
@@ -77,19 +83,16 @@ test('continues as new before the history fills, carrying counts and busy owners
         expect(names.at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
         continue;
       }
-      // A continued run stayed within its budget, and drained: nothing of it is left running.
+      // A continued run stayed within its budget: nothing of it is left running.
       expect(names.at(-1)).toBe('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
-      expect(events.length).toBeLessThanOrEqual(60);
-      expect(openActivities(events, 'remindOwners').atEnd).toBe(0);
-      expect(openActivities(events, 'findCandidatePage').atEnd).toBe(0);
-      // What it carried: the counts of every page read so far (all of whose groups had ended), the
-      // busy owner, the same settings and start, and the run number.
+      expect(events.length).toBeLessThanOrEqual(40);
+      expect(openActivities(events, 'claimPage').atEnd).toBe(0);
+      // What it carried: the counts of every page claimed so far, the busy owner, the same settings and
+      // start, and the run number.
       const next = runInput(runs[i + 1].events).continuation!;
       const pagesSoFar = runOfPage.filter((r) => r <= i).length;
-      const groupsSoFar = callsOf(calls, 'remindOwners').filter((c) => runOrder.indexOf(c.workflowRunId) <= i);
-      // Owner 1's first call found it busy: one owner of those groups was not sent.
-      const sentSoFar = groups(groupsSoFar).flat().length - 1;
-      expect(groupsSoFar.every((c) => c.end !== undefined)).toBe(true);
+      // Owner 1's first claim found it busy: one owner of those pages was not sent.
+      const sentSoFar = pagesSoFar * 4 - 1;
       expect(next).toEqual({
         settings: expect.objectContaining(input),
         startedAtMs: expect.any(Number),
@@ -116,16 +119,13 @@ test('continues as new before the history fills, carrying counts and busy owners
     }
     expect(first).toEqual(input);
 
-    // The busy owner, retried alone in the last run after a 1 s pause, once the scan was done.
+    // The busy owner, retried alone in the last run after a 1 s pause, once the claims were done.
     const last = runs[runs.length - 1];
-    const retry = callsOf(calls, 'remindOwners').filter((c) => groups([c])[0].includes(ownerId(1)));
-    expect(retry.map((c) => [groups([c])[0].length, c.workflowRunId])).toEqual([
-      [2, runs[0].runId],
-      [1, last.runId],
-    ]);
+    const retry = callsOf(calls, 'remindOwners');
+    expect(retry.map((c) => [groups([c])[0], c.workflowRunId])).toEqual([[[ownerId(1)], last.runId]]);
     expect(timerSeconds(last.events)).toEqual([1]);
     const page8 = pageCalls[7];
-    expect(retry[1].start).toBeGreaterThan(page8.end!);
+    expect(retry[0].start).toBeGreaterThan(page8.end!);
 
     // The end happens once: one prune, in the last run; one cycle in the metrics; one start and end log.
     expect(callsOf(calls, 'pruneReminders').map((c) => c.workflowRunId)).toEqual([last.runId]);
@@ -137,41 +137,43 @@ test('continues as new before the history fills, carrying counts and busy owners
 });
 
 /**
- * A cycle that would continue as new after every page (the smallest budget), with `stop` coming while
- * page 1's groups run, so the run learns of it while it drains before continuing.
+ * A cycle that would continue as new after every claim (the smallest budget), with `stop` coming while
+ * page 1's claim runs, so the run learns of it when it would continue.
  */
-async function stopWhileDraining(
+async function stopBeforeContinuing(
   input: CycleInput,
-  stop: Pick<CycleScript, 'onGroup'> & { before?: (run: CycleRun) => Promise<void> },
+  stop: Pick<CycleScript, 'onPage'> & { before?: (run: CycleRun) => Promise<void> },
   check: (run: CycleRun, result: CycleResult) => Promise<void>,
 ) {
   await withCycle(
     cycle(),
-    { pages: [owners(1, 4), owners(5, 4)], onGroup: stop.onGroup },
-    { ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 10, ...input },
+    { pages: [owners(1, 4), owners(5, 4)], onPage: stop.onPage },
+    { ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 10, pagesPerClaim: 1, ...input },
     async (run) => {
       await stop.before?.(run);
       const result = await run.handle.result();
-      // It ended in its first run, with page 1's groups counted (they ran to their end) and page 2 unread.
+      // It ended in its first run, with page 1's claim counted (it ran to its end) and page 2 unclaimed.
       const runs = await run.histories();
       expect(runs).toHaveLength(1);
       expect(eventNames(runs[0].events).at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
       expect(result).toEqual(expect.objectContaining({ runs: 1, pages: 1, ownersProcessed: 4, remindersSent: 4 }));
-      expect(callsOf(run.calls, 'findCandidatePage')).toHaveLength(1);
+      expect(new Set(callsOf(run.calls, 'claimPage').map((c) => (c.input as ClaimPageInput).page))).toEqual(
+        new Set([1]),
+      );
       await check(run, result);
     },
   );
 }
 
-test('a cancel request that comes while the run drains before continuing ends the cycle there', async () => {
+test('a cancel request that comes while the claim before a hand-over runs ends the cycle there', async () => {
   let seen = false;
-  await stopWhileDraining(
+  await stopBeforeContinuing(
     {},
     {
-      // Page 1's groups run until the workflow has seen the cancel request.
-      onGroup: async () => void (await holdUntil(() => seen, 10_000)),
+      // Page 1's claim runs until the workflow has seen the cancel request.
+      onPage: async () => void (await holdUntil(() => seen, 10_000)),
       before: async (run) => {
-        await holdUntil(() => callsOf(run.calls, 'remindOwners').length === 2, 10_000);
+        await holdUntil(() => callsOf(run.calls, 'claimPage').length === 1, 10_000);
         await cancelAndWaitUntilSeen(run);
         seen = true;
       },
@@ -184,13 +186,13 @@ test('a cancel request that comes while the run drains before continuing ends th
   );
 });
 
-test('a time limit that passes while the run drains before continuing ends the cycle there', async () => {
-  await stopWhileDraining(
+test('a time limit that passes while the claim before a hand-over is retried ends the cycle there', async () => {
+  await stopBeforeContinuing(
     { maxRunDurationMs: 5_000 },
     {
-      // Group [1, 2] succeeds on its 4th attempt, after 1 + 2 + 4 s of retry backoff (skipped time).
-      onGroup: ({ ownerUserIds: [first] }, { attempt }) => {
-        if (first === ownerId(1) && attempt < 4) throw new Error('transient');
+      // Page 1's claim succeeds on its 4th attempt, after 1 + 2 + 4 s of retry backoff (skipped time).
+      onPage: (input, { attempt }) => {
+        if (input.page === 1 && attempt < 4) throw new Error('transient');
       },
     },
     async ({ calls, metrics }, result) => {
@@ -230,19 +232,19 @@ test('a rollout between two runs (retention, batch size, thresholds changed) doe
     {
       pages,
       defaults,
-      // The workers are redeployed with other settings while the first run reads its first page.
+      // The workers are redeployed with other settings while the first run claims its first page.
       onPage: () => {
         Object.assign(defaults, { retentionDays: 30, batchSize: 99, thresholdsDays: [60, 14, 3, 0] });
       },
     },
-    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 60 },
+    { batchSize: 8, ownerConcurrency: 4, ownerGroupSize: 2, maxHistoryEvents: 40, pagesPerClaim: 1 },
     async ({ handle, calls, histories }) => {
       const result = await handle.result();
       expect((await histories()).length).toBeGreaterThan(1);
       expect(result).toEqual(
         expect.objectContaining({ status: 'completed', pages: 6, ownersProcessed: 24, thresholdsDays: [30, 7, 1, 0] }),
       );
-      const pageCalls = callsOf(calls, 'findCandidatePage').map((c) => c.input as FindCandidatePageInput);
+      const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
       expect(new Set(pageCalls.map((p) => p.batchSize))).toEqual(new Set([8]));
       expect(new Set(pageCalls.map((p) => p.window.retentionDays))).toEqual(new Set([STUB_DEFAULTS.retentionDays]));
       expect(new Set(pageCalls.map((p) => p.window.thresholdsDays.join(',')))).toEqual(new Set(['30,7,1,0']));

@@ -1,11 +1,12 @@
 /**
  * Partitions (docs/DESIGN.md#partitions), run by the real workflow code against stub activities on
- * Temporal's time-skipping test server: a big day's scan split into child workflows over id ranges, their
- * results summed into the cycle's, one prune; nothing due skips the scan; a cancel reaches every partition;
- * a failing partition fails the cycle, named.
+ * Temporal's time-skipping test server: a big day's claims split into child workflows over id ranges, their
+ * results summed into the cycle's, one prune; a small day is the same road's single partition in the
+ * cycle's own run; nothing due skips the claims; a cancel reaches every partition; a failing partition fails
+ * the cycle, named.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import type { ClaimPageInput, FindCandidatePageInput, PruneInput, RemindOwnersInput } from '../../src/activities';
+import type { ClaimPageInput, PruneInput, RemindOwnersInput } from '../../src/activities';
 import { cycleEnvPerFile, eventNames, withCycle, type HistoryEvent } from './support/cycle-env';
 import { callsOf, holdUntil, ownerId, owners } from './support/stub-activities';
 
@@ -41,10 +42,9 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
       expect(result.remindersSent).toBe(17);
       expect(result.documentsSeen).toBe(34);
 
-      // One activity reads a partition's pages and claims their owners, up to 8 pages in a row; no page read
-      // or owner group of their own.
+      // One activity reads a partition's pages and claims their owners, up to 8 pages in a row; no owner
+      // group of their own.
       const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
-      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(0);
       expect(callsOf(calls, 'remindOwners')).toHaveLength(0);
       expect(pageCalls.map((p) => [p.partition.index, p.page, p.pages]).sort()).toEqual([
         [0, 1, 8],
@@ -95,50 +95,7 @@ test('an activity that claims fewer pages than asked is followed by one from the
   );
 });
 
-test('a worker of the release before multi-page claims claims one page of the pages asked: the partition goes on page by page', async () => {
-  await withCycle(
-    cycle(),
-    {
-      pages: [],
-      plan: { due: 60_000, partitions: 2 },
-      partitionPages: [[owners(1, 2), owners(10, 2), owners(20, 2)], [owners(50, 1)]],
-      onePagePerClaim: true,
-    },
-    {},
-    async ({ handle, calls }) => {
-      expect(await handle.result()).toEqual(
-        expect.objectContaining({ status: 'completed', pages: 4, ownersProcessed: 7, remindersSent: 7 }),
-      );
-      const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
-      expect(pageCalls.map((p) => [p.partition.index, p.page]).sort()).toEqual([
-        [0, 1],
-        [0, 2],
-        [0, 3],
-        [1, 1],
-      ]);
-    },
-  );
-});
-
-test.each(['ownerIds', 'ownerUserIds'] as const)(
-  'a small day reads its pages’ owners under either name of the recorded field (%s)',
-  async (pageOwnersField) => {
-    await withCycle(
-      cycle(),
-      { pages: [owners(1, 3), owners(10, 2)], plan: { due: 10, partitions: 1 }, pageOwnersField },
-      {},
-      async ({ handle, calls }) => {
-        expect(await handle.result()).toEqual(
-          expect.objectContaining({ status: 'completed', pages: 2, ownersProcessed: 5, remindersSent: 5 }),
-        );
-        const claimed = callsOf(calls, 'remindOwners').flatMap((c) => (c.input as RemindOwnersInput).ownerUserIds);
-        expect(claimed.sort()).toEqual([...owners(1, 3), ...owners(10, 2)].sort());
-      },
-    );
-  },
-);
-
-test('a day with nothing due is planned and ends without a scan; a small day scans alone', async () => {
+test('a day with nothing due is planned and ends without a claim', async () => {
   await withCycle(
     cycle(),
     { pages: [owners(1, 3)], plan: { due: 0, partitions: 1 } },
@@ -147,20 +104,46 @@ test('a day with nothing due is planned and ends without a scan; a small day sca
       expect(await handle.result()).toEqual(
         expect.objectContaining({ status: 'completed', pages: 0, documentsSeen: 0, remindersSent: 0 }),
       );
-      expect(callsOf(calls, 'findCandidatePage')).toHaveLength(0);
+      expect(callsOf(calls, 'claimPage')).toHaveLength(0);
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
     },
   );
-  await withCycle(cycle(), { pages: [owners(1, 3)] }, {}, async ({ handle, calls, histories }) => {
-    const result = await handle.result();
-    expect(result).toEqual(expect.objectContaining({ status: 'completed', pages: 1, remindersSent: 3 }));
-    expect(result.partitions).toBeUndefined();
-    expect(childIds((await histories())[0].events)).toEqual([]);
-    expect(callsOf(calls, 'findCandidatePage').map((c) => (c.input as FindCandidatePageInput).partition)).toEqual([
-      undefined,
-    ]);
-  });
 });
+
+test.each([{}, { partitions: 1 }])(
+  'a small day (%j) is the single partition {0, 1} of the same road, claimed in the cycle’s own run',
+  async (input) => {
+    await withCycle(
+      cycle(),
+      { pages: [owners(1, 3), owners(10, 2), owners(20, 1)], pagesPerClaim: 2 },
+      input,
+      async ({ handle, calls, histories }) => {
+        const result = await handle.result();
+        expect(result).toEqual(
+          expect.objectContaining({ status: 'completed', pages: 3, ownersProcessed: 6, remindersSent: 6, runs: 1 }),
+        );
+        expect(result.partitions).toBeUndefined();
+        const [{ events }] = await histories();
+        expect(childIds(events)).toEqual([]);
+        const pageCalls = callsOf(calls, 'claimPage');
+        expect(pageCalls.map((c) => c.input as ClaimPageInput)).toEqual([
+          expect.objectContaining({ page: 1, pages: 8, partition: { index: 0, count: 1 } }),
+          expect.objectContaining({ page: 3, pages: 8, partition: { index: 0, count: 1 } }),
+        ]);
+        // In the cycle's own run, keyed by its first run id, which its prune deletes.
+        expect(new Set(pageCalls.map((c) => c.workflowRunId))).toEqual(new Set([handle.firstExecutionRunId]));
+        expect(new Set(pageCalls.map((c) => (c.input as ClaimPageInput).cycleId))).toEqual(
+          new Set([handle.firstExecutionRunId]),
+        );
+        expect(callsOf(calls, 'pruneReminders').map((c) => (c.input as PruneInput).cycleId)).toEqual([
+          handle.firstExecutionRunId,
+        ]);
+        expect(callsOf(calls, 'planPartitions')).toHaveLength('partitions' in input ? 0 : 1);
+        expect(callsOf(calls, 'remindOwners')).toHaveLength(0);
+      },
+    );
+  },
+);
 
 test('a partition count in the input is taken as it is, without a plan', async () => {
   await withCycle(
@@ -220,7 +203,7 @@ test('a partition that fails fails the cycle, naming it, after the others have e
       plan: { due: 100_000, partitions: 3 },
       partitionPages: [[owners(1, 2)], [owners(3, 2)], [owners(5, 2)]],
       onPage: (input) => {
-        if (input.partition?.index === 1) throw new Error('boom: the page statement failed');
+        if (input.partition.index === 1) throw new Error('boom: the page statement failed');
       },
     },
     {},

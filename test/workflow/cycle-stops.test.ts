@@ -1,10 +1,10 @@
 /**
  * How a cycle stops early, run by the real workflow code against stub activities on Temporal's
- * time-skipping test server: a cancel request lets the groups in flight finish, schedules nothing more
- * and reports `cancelled` (without the prune); the time limit, passed in skipped time, stops the scan or
+ * time-skipping test server: a cancel request lets the claim in flight finish, schedules nothing more
+ * and reports `cancelled` (without the prune); the time limit, passed in skipped time, stops the claims or
  * the busy-owner retries and reports `time-limit` (with the prune).
  */
-import type { FindCandidatePageInput } from '../../src/activities';
+import type { ClaimPageInput } from '../../src/activities';
 import { REMINDER_OUTCOME } from '../../src/domain/search-attributes';
 import {
   cancelAndWaitUntilSeen,
@@ -15,77 +15,45 @@ import {
   timerSeconds,
   withCycle,
 } from './support/cycle-env';
-import { callsOf, groups, groupsByFirstOwner, holdUntil, ownerId, owners } from './support/stub-activities';
+import { callsOf, groups, holdUntil, ownerId, owners } from './support/stub-activities';
 import { waitFor } from '../support/wait';
 
 const cycle = cycleEnvPerFile();
 
-const pageOf = (input: unknown) => (input as FindCandidatePageInput).page;
+const pageOf = (input: unknown) => (input as ClaimPageInput).page;
 
-test('a cancelled cycle lets its groups in flight finish, schedules no more, skips the prune and reports cancelled', async () => {
+test('a cancelled cycle lets its claim in flight finish, claims no more, skips the prune and reports cancelled', async () => {
   let seen = false;
   await withCycle(
     cycle(),
     {
-      pages: [owners(1, 6), owners(7, 6)],
-      // The first window's groups run until the workflow has seen the cancel request.
-      onGroup: async () => void (await holdUntil(() => seen, 10_000)),
+      pages: [owners(1, 6), owners(7, 6), owners(13, 2)],
+      // The first claim runs until the workflow has seen the cancel request.
+      onPage: async () => void (await holdUntil(() => seen, 10_000)),
     },
-    { ownerConcurrency: 4, ownerGroupSize: 2 },
+    { pagesPerClaim: 1 },
     async (run) => {
       const { handle, calls, metrics, histories } = run;
-      await holdUntil(() => callsOf(calls, 'remindOwners').length === 2, 10_000);
+      await holdUntil(() => callsOf(calls, 'claimPage').length === 1, 10_000);
       await cancelAndWaitUntilSeen(run);
       seen = true;
       const result = await handle.result();
 
-      // The two groups in flight were counted; no other group started, and page 2's owners never ran.
+      // The claim in flight was counted; no other claim started.
       expect(result).toEqual(
-        expect.objectContaining({ status: 'cancelled', pages: 1, ownersProcessed: 4, remindersSent: 4, pruned: 0 }),
+        expect.objectContaining({ status: 'cancelled', pages: 1, ownersProcessed: 6, remindersSent: 6, pruned: 0 }),
       );
-      expect(groupsByFirstOwner(calls)).toEqual([
-        [ownerId(1), ownerId(2)],
-        [ownerId(3), ownerId(4)],
-      ]);
+      expect(callsOf(calls, 'claimPage').map((c) => [pageOf(c.input), c.end !== undefined])).toEqual([[1, true]]);
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(0);
-      // Page 2 was read ahead before the request; the cycle waited for that read too, and used nothing of it.
-      expect(callsOf(calls, 'findCandidatePage').map((c) => [pageOf(c.input), c.end !== undefined])).toEqual([
-        [1, true],
-        [2, true],
-      ]);
 
       // Cancellation is observed, not propagated: the workflow completes with its result, nothing open.
       const [{ events }] = await histories();
       const names = eventNames(events);
       expect(names).toContain('WORKFLOW_EXECUTION_CANCEL_REQUESTED');
       expect(names.at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
-      expect(openActivities(events, 'remindOwners').atEnd).toBe(0);
+      expect(openActivities(events, 'claimPage').atEnd).toBe(0);
       expect((await handle.describe()).typedSearchAttributes.get(REMINDER_OUTCOME)).toBe('cancelled');
       expect(await counterValue(metrics, 'cycles', 'cancelled')).toBe(1);
-    },
-  );
-});
-
-test('a cancel request seen while a page is read ends the cycle without its owners or a page read ahead', async () => {
-  let seen = false;
-  await withCycle(
-    cycle(),
-    {
-      pages: [owners(1, 2), owners(3, 2), owners(5, 2)],
-      // Page 2 (read ahead while page 1's group runs) answers once the workflow has seen the request.
-      onPage: async (input) => void (input.page === 2 && (await holdUntil(() => seen, 10_000))),
-    },
-    {},
-    async (run) => {
-      const { handle, calls } = run;
-      await holdUntil(() => callsOf(calls, 'findCandidatePage').length === 2, 10_000);
-      await cancelAndWaitUntilSeen(run);
-      seen = true;
-      const result = await handle.result();
-      expect(result).toEqual(expect.objectContaining({ status: 'cancelled', pages: 2, ownersProcessed: 2 }));
-      expect(groups(calls)).toEqual([owners(1, 2)]);
-      // Page 3 is not read: the cycle knew it was cancelled when page 2 came.
-      expect(callsOf(calls, 'findCandidatePage').map((c) => pageOf(c.input))).toEqual([1, 2]);
     },
   );
 });
@@ -154,27 +122,26 @@ test('a cycle that reaches its time limit while retrying a busy owner ends time-
   expect(Date.now() - began).toBeLessThan(60_000);
 });
 
-test('a cycle that passes its time limit while reading a page stops before its owners and reads no further', async () => {
+test('a cycle that passes its time limit while a claim is retried counts the claim and claims no further', async () => {
   await withCycle(
     cycle(),
     {
       pages: [owners(1, 4), owners(5, 4), owners(9, 4)],
-      // Page 2 answers on its 4th attempt, after 2 + 4 + 8 s of retry backoff (skipped time).
+      // Page 2's claim answers on its 4th attempt, after 1 + 2 + 4 s of retry backoff (skipped time).
       onPage: (input, { attempt }) => {
         if (input.page === 2 && attempt < 4) throw new Error('transient');
       },
     },
-    { maxRunDurationMs: 10_000 },
+    { maxRunDurationMs: 5_000, pagesPerClaim: 1 },
     async ({ handle, calls }) => {
       const result = await handle.result();
-      // Page 2 was read and counted, but none of its owners got a group; nor was page 3 read ahead, the
-      // limit having passed when page 2 came.
+      // Page 2's claim is counted (its owners were claimed in it); page 3 is not claimed, the limit having
+      // passed when page 2's claim came back.
       expect(result).toEqual(
-        expect.objectContaining({ status: 'time-limit', pages: 2, documentsSeen: 16, ownersProcessed: 4 }),
+        expect.objectContaining({ status: 'time-limit', pages: 2, documentsSeen: 16, ownersProcessed: 8 }),
       );
-      expect(result.durationMs).toBeGreaterThanOrEqual(14_000);
-      expect(groupsByFirstOwner(calls).flat()).toEqual(owners(1, 4));
-      expect(new Set(callsOf(calls, 'findCandidatePage').map((c) => pageOf(c.input)))).toEqual(new Set([1, 2]));
+      expect(result.durationMs).toBeGreaterThanOrEqual(7_000);
+      expect(new Set(callsOf(calls, 'claimPage').map((c) => pageOf(c.input)))).toEqual(new Set([1, 2]));
       expect(callsOf(calls, 'pruneReminders')).toHaveLength(1);
     },
   );

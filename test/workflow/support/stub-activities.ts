@@ -8,10 +8,8 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type {
   Activities,
-  CandidatePage,
   ClaimPageInput,
   ClaimPageResult,
-  FindCandidatePageInput,
   PartitionPlan,
   PlanPartitionsInput,
   RemindOwnersInput,
@@ -52,16 +50,12 @@ export interface StubCall {
 export interface CycleScript {
   /** Worker configuration other than {@link STUB_DEFAULTS} (`busyRetryWindowMs` is never an input). */
   defaults?: Partial<CycleDefaults>;
-  /** The scan: the owner ids of page 1, 2, …; every page but the last says `hasNext`. */
+  /** A small day (one partition): the owner ids of page 1, 2, …; every page but the last says `hasNext`. */
   pages: string[][];
-  /** A partitioned day: partition `i`'s pages (and `pages` is not read by partitions). */
+  /** A partitioned day: partition `i`'s pages (and `pages` is not read then). */
   partitionPages?: string[][][];
-  /** The field a page read's owners come in: `ownerIds` (this release writes it) or `ownerUserIds` (the next). */
-  pageOwnersField?: 'ownerIds' | 'ownerUserIds';
   /** Pages a `claimPage` call claims at most, below what it is asked (its time budget); default: as asked. */
   pagesPerClaim?: number;
-  /** `claimPage` as a worker before multi-page claims ran it: one page, whatever it is asked, no `pagesClaimed`. */
-  onePagePerClaim?: boolean;
   /** What `planPartitions` answers; default: one partition, as many due documents as `pages` hold. */
   plan?: { due: number; partitions: number };
   /** Default `sent` (processed, notified, one reminder); `n` counts this owner's calls from 1. */
@@ -69,11 +63,7 @@ export interface CycleScript {
   /** Runs when a group's call starts (`calls`: the log so far); what it throws fails that attempt. */
   onGroup?: (input: RemindOwnersInput, call: StubCall, calls: readonly StubCall[]) => Promise<void> | void;
   /** Runs when a page's call starts; what it throws fails that attempt. */
-  onPage?: (
-    input: FindCandidatePageInput | ClaimPageInput,
-    call: StubCall,
-    calls: readonly StubCall[],
-  ) => Promise<void> | void;
+  onPage?: (input: ClaimPageInput, call: StubCall, calls: readonly StubCall[]) => Promise<void> | void;
 }
 
 /** The worker configuration the stubs resolve a script's settings from. */
@@ -130,18 +120,6 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         return { due, partitions: 1, max: 8, size: 25_000, ...script.plan };
       }),
 
-    findCandidatePage: (input: FindCandidatePageInput) =>
-      logged('findCandidatePage', input, async (call): Promise<CandidatePage> => {
-        await script.onPage?.(input, call, calls);
-        const pages = input.partition ? (script.partitionPages?.[input.partition.index] ?? []) : script.pages;
-        const ownerIds = pages[input.page - 1] ?? [];
-        return {
-          [script.pageOwnersField ?? 'ownerIds']: ownerIds,
-          documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
-          hasNext: input.page < pages.length,
-        };
-      }),
-
     remindOwners: (input: RemindOwnersInput) =>
       logged('remindOwners', input, async (call): Promise<RemindOwnersResult> => {
         await script.onGroup?.(input, call, calls);
@@ -151,8 +129,9 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
     claimPage: (input: ClaimPageInput) =>
       logged('claimPage', input, async (call): Promise<ClaimPageResult> => {
         await script.onPage?.(input, call, calls);
-        const pages = script.partitionPages?.[input.partition.index] ?? [];
-        const asked = script.onePagePerClaim ? 1 : Math.min(input.pages ?? 1, script.pagesPerClaim ?? Infinity);
+        const { index, count } = input.partition;
+        const pages = script.partitionPages?.[index] ?? (count === 1 ? script.pages : []);
+        const asked = Math.min(input.pages ?? 1, script.pagesPerClaim ?? Infinity);
         // The pages it claims: from input.page on, as many as asked, fewer at the scan's end (at least one).
         const last = Math.max(input.page, Math.min(pages.length, input.page + asked - 1));
         const ownerIds = pages.slice(input.page - 1, last).flat();
@@ -163,7 +142,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
           documentCount: ownerIds.length * DOCUMENTS_PER_OWNER,
           owners: ownerIds.length,
           hasNext: last < pages.length,
-          ...(input.pages === undefined || script.onePagePerClaim ? {} : { pagesClaimed: last - input.page + 1 }),
+          pagesClaimed: last - input.page + 1,
         };
       }),
 
@@ -216,14 +195,6 @@ export function maxConcurrent(calls: readonly StubCall[], activity: keyof Activi
 /** The owner ids of each `remindOwners` call, in the order the calls started. */
 export function groups(calls: readonly StubCall[]): string[][] {
   return callsOf(calls, 'remindOwners').map((c) => (c.input as RemindOwnersInput).ownerUserIds);
-}
-
-/**
- * The owner ids of each `remindOwners` call, ordered by their first owner: calls scheduled together
- * start in no fixed order.
- */
-export function groupsByFirstOwner(calls: readonly StubCall[]): string[][] {
-  return groups(calls).sort((a, b) => a[0].localeCompare(b[0]));
 }
 
 /**

@@ -1,13 +1,16 @@
 /**
- * The owner half of a cycle: groups of owners reminded by a bounded number of activities in flight, and
- * the rounds that retry owners another transaction held. Tallies what each group reports into the
- * cycle's counts.
+ * Owners another transaction held when their page was claimed ("busy"): kept by id, retried in groups of
+ * `remindOwners` activities once the claim loop is done, round after round with backoff, and counted
+ * failed if still busy at the end. The only place the workflow schedules owner groups itself.
  */
 import { CancellationScope, log, proxyActivities, proxySinks, sleep, type ActivityOptions } from '@temporalio/workflow';
-import type { Activities, RemindOwnersResult } from '../activities';
+import type { Activities } from '../activities';
 import {
+  addCounts,
+  claimCounts,
   ownerGroups,
   type BusyRetryState,
+  type ClaimTally,
   type CycleCounts,
   type CycleSettings,
   type CycleStatus,
@@ -16,14 +19,21 @@ import { MAX_QUEUED_BY_PER_OWNER } from '../domain/cycle-input';
 import { describeFailure } from '../domain/failures';
 import type { CycleSinks } from './sinks';
 
-// A group is one statement in one transaction, tens of milliseconds; the last attempt isolates its
-// owners one by one, which takes longer, hence the wide start-to-close. The activity heartbeats every
-// few seconds while it runs, so a group lost with a crashed worker is retried after 10 s, not 2 min.
-const OWNER_GROUP_ACTIVITY = {
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-} satisfies ActivityOptions;
+/**
+ * The options of an activity that claims owners (a partition's pages, or a group of busy owners): tens of
+ * milliseconds a transaction, but the last attempt isolates a failing group's owners one by one, hence the
+ * wide start-to-close. It heartbeats while it runs, so work lost with a crashed worker is retried after 10 s.
+ */
+export function ownerClaimActivity(maximumAttempts: number) {
+  return {
+    startToCloseTimeout: '2m',
+    heartbeatTimeout: '10s',
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts },
+  } satisfies ActivityOptions;
+}
+
+// A group's claim is one transaction of two or three statements; five attempts.
+const OWNER_GROUP_ACTIVITY = ownerClaimActivity(5);
 const { remindOwners } = proxyActivities<Activities>(OWNER_GROUP_ACTIVITY);
 
 const { cycleMetrics } = proxySinks<CycleSinks>();
@@ -32,6 +42,14 @@ const { cycleMetrics } = proxySinks<CycleSinks>();
 const BUSY_RETRY_FIRST_MS = 1_000;
 const BUSY_RETRY_MAX_MS = 30_000;
 
+/** What a claim reports of its owners beyond counts: who was busy, and who failed for good. */
+export interface ClaimReport extends ClaimTally {
+  busyOwnerIds: string[];
+  /** This claim's key, when an owner was busy: one of its earlier attempts may have held that owner. */
+  busyQueuedBy?: string;
+  failed: { ownerUserId: string; error: string }[];
+}
+
 /** How {@link retryBusyOwners} ended: a stop reason, or a hand-over to the next run (its history nearly full). */
 export interface BusyRetryOutcome {
   stopped?: CycleStatus;
@@ -39,10 +57,10 @@ export interface BusyRetryOutcome {
 }
 
 /**
- * Owners another transaction held when their group ran get more tries once the scan is done: after 1 s,
- * then doubling up to 30 s, for `busyRetryWindowMs` (twice the database's idle-in-transaction timeout,
- * the longest an orphaned transaction can keep them). A parallel cycle's hold lasts milliseconds, so
- * the first retry usually finds them free, with nothing left to send.
+ * Owners another transaction held get more tries once the claims are done: after 1 s, then doubling up to
+ * 30 s, for `busyRetryWindowMs` (twice the database's idle-in-transaction timeout, the longest an orphaned
+ * transaction can keep them). A parallel partition's hold lasts milliseconds, so the first retry usually
+ * finds them free, with nothing left to send.
  *
  * Each round adds a timer and a group activity per `ownerGroupSize` busy owners to history, and owners may
  * stay busy round after round: a round schedules only the groups `groupsThatFit` says the run's history has
@@ -51,7 +69,7 @@ export interface BusyRetryOutcome {
  * yet), so no run passes its history limit and each owner still gets one try per round.
  */
 export async function retryBusyOwners(
-  groups: RemindOwnersInFlight,
+  busy: BusyOwners,
   settings: CycleSettings,
   stopReason: () => CycleStatus | undefined,
   cancelRequested: Promise<void>,
@@ -62,32 +80,32 @@ export async function retryBusyOwners(
   // Owners at the head of the busy list not yet retried in round `round` (its pause already waited).
   let pending = from.pending ?? 0;
   let retriedHere = false;
-  while (groups.busyCount() > 0) {
+  while (busy.count() > 0) {
     if (pending === 0) {
       const pause = Math.min(BUSY_RETRY_FIRST_MS * 2 ** round, BUSY_RETRY_MAX_MS);
       if (waitedMs + pause > settings.busyRetryWindowMs) return {};
       if (retriedHere && groupsThatFit() < 1) return { handOver: { round, waitedMs } };
       // The timer is not cancellable: a cancel request ends the pause through the race instead, so the
-      // cycle still reports `cancelled` with its counts.
+      // run still reports `cancelled` with its counts.
       await Promise.race([CancellationScope.nonCancellable(() => sleep(pause)), cancelRequested]);
       waitedMs += pause;
       const stop = stopReason();
       if (stop) return { stopped: stop };
-      const all = groups.takeBusy();
-      groups.keepBusy(all);
+      const all = busy.take();
+      busy.keep(all);
       pending = all.length;
     }
     // A run that has retried nothing yet takes at least one group, so every run makes progress.
     const room = retriedHere ? groupsThatFit() : Math.max(1, groupsThatFit());
     if (room < 1) return { handOver: { round, waitedMs, pending } };
-    const busy = groups.takeBusy();
-    const now = busy.slice(0, Math.min(pending, room * groups.groupSize));
+    const all = busy.take();
+    const now = all.slice(0, Math.min(pending, room * busy.groupSize));
     // The round's owners not retried yet stay first, ahead of those it retried that are busy again.
-    groups.keepBusy(busy.slice(now.length));
+    busy.keep(all.slice(now.length));
     retriedHere = true;
-    const scheduled = await groups.schedule(now, stopReason, { retry: true });
-    await groups.drain();
-    if (scheduled.stopped) return { stopped: scheduled.stopped };
+    const stopped = await busy.retry(now, stopReason);
+    await busy.drain();
+    if (stopped) return { stopped };
     pending -= now.length;
     if (pending === 0) round += 1;
   }
@@ -95,14 +113,12 @@ export async function retryBusyOwners(
 }
 
 /**
- * Reminds owner groups of `ownerGroupSize`, at most `ownerConcurrency / ownerGroupSize` group activities
- * in flight across pages: a page's groups start while the previous page's still run, so the activities in
- * flight do not drain at every page boundary ("window" is the documents' date range, not this limit). An
- * owner the activity reports failed (after its retries and isolation) is counted and logged; so is every
- * owner of a group whose activity failed as a whole. The cycle goes on. Owners it reports busy are kept
- * for {@link retryBusyOwners}.
+ * The run's busy owners (each with the `queuedBy` of the claims that found it busy), and their retries:
+ * groups of `ownerGroupSize`, at most `ownerConcurrency / ownerGroupSize` group activities in flight. An
+ * owner a claim reports failed (after its retries and isolation) is counted and logged; so is every owner
+ * of a group whose activity failed as a whole.
  */
-export class RemindOwnersInFlight {
+export class BusyOwners {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly size: number;
   private readonly activities: number;
@@ -112,18 +128,17 @@ export class RemindOwnersInFlight {
    * may have been the transaction holding it, so its retry reads back what they queued.
    */
   private readonly busyQueuedBy = new Map<string, Set<string>>();
-  /**
-   * Whether a group may run eagerly on the worker that schedules it (no trip through matching). A cycle that
-   * scans alone keeps it (one box, faster); a partition's groups go through matching, so every worker
-   * polling the task queue takes a share (docs/DESIGN.md#partitions).
-   */
-  allowEagerDispatch = true;
 
+  /**
+   * `eager`: whether a group may run on the worker that schedules it (no trip through matching): a small
+   * day in the cycle's own run keeps it; a partition's groups go through matching (docs/DESIGN.md#partitions).
+   */
   constructor(
     private readonly settings: CycleSettings,
     private readonly jobRunId: string,
     private readonly counts: CycleCounts,
     private readonly progress: () => void,
+    private readonly eager: boolean,
     carriedBusy: string[],
     carriedBusyQueuedBy: Record<string, string[]> = {},
   ) {
@@ -136,7 +151,7 @@ export class RemindOwnersInFlight {
    * The `queuedBy` keys of the activities that found `ownerUserIds` busy (for a retry, or a continuation to
    * carry); undefined when none of them has one.
    */
-  busyQueuedByOf(ownerUserIds: string[]): Record<string, string[]> | undefined {
+  queuedByOf(ownerUserIds: string[]): Record<string, string[]> | undefined {
     const entries = ownerUserIds.flatMap((id) => {
       const keys = this.busyQueuedBy.get(id);
       return keys ? [[id, [...keys]] as [string, string[]]] : [];
@@ -145,28 +160,41 @@ export class RemindOwnersInFlight {
   }
 
   /**
-   * Schedules the owners' groups, each once fewer than the limit are in flight. Resolves once all are
-   * scheduled (or a stop reason came up first); `settled` resolves when this call's groups have ended.
-   * `retry` marks owners found busy before, so they are not counted busy twice.
+   * Adds what a claim reported to the counts (with `scan`: its pages, documents and owners found busy for
+   * the first time), logs its failed owners, and keeps its busy owners, with its `queuedBy`, for the retries.
    */
-  async schedule(
-    ownerUserIds: string[],
-    stopReason: () => CycleStatus | undefined,
-    { retry = false }: { retry?: boolean } = {},
-  ): Promise<{ stopped: CycleStatus | undefined; settled: Promise<void> }> {
-    const mine: Promise<void>[] = [];
-    let stopped: CycleStatus | undefined;
+  record(r: ClaimReport, scan: Partial<Pick<CycleCounts, 'pages' | 'documentsSeen' | 'ownersBusy'>>): void {
+    addCounts(this.counts, claimCounts(r, scan));
+    for (const f of r.failed) {
+      cycleMetrics.ownerFailed();
+      log.warn('owner failed', { jobRunId: this.jobRunId, ownerUserId: f.ownerUserId, error: f.error });
+    }
+    this.busy.push(...r.busyOwnerIds);
+    if (r.busyQueuedBy) {
+      for (const id of r.busyOwnerIds) {
+        const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
+        if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
+        this.busyQueuedBy.set(id, keys);
+      }
+    }
+  }
+
+  /**
+   * Schedules the owners' retry groups, each once fewer than the limit are in flight, until all are
+   * scheduled or a stop reason comes up (returned; the owners not retried stay busy, so they are counted
+   * failed at the end).
+   */
+  async retry(ownerUserIds: string[], stopReason: () => CycleStatus | undefined): Promise<CycleStatus | undefined> {
     for (let i = 0; i < ownerUserIds.length; i += this.size) {
       while (this.inFlight.size >= this.activities) await Promise.race(this.inFlight);
-      stopped = stopReason();
+      const stopped = stopReason();
       if (stopped) {
-        // Busy owners not retried yet stay busy, so they are counted failed at the end.
-        if (retry) this.busy.push(...ownerUserIds.slice(i));
-        break;
+        this.busy.push(...ownerUserIds.slice(i));
+        return stopped;
       }
-      mine.push(this.start(ownerUserIds.slice(i, i + this.size), retry));
+      this.start(ownerUserIds.slice(i, i + this.size));
     }
-    return { stopped: stopped ?? stopReason(), settled: Promise.all(mine).then(() => undefined) };
+    return stopReason();
   }
 
   /** Waits for every group in flight. */
@@ -174,7 +202,7 @@ export class RemindOwnersInFlight {
     await Promise.all(this.inFlight);
   }
 
-  busyCount(): number {
+  count(): number {
     return this.busy.length;
   }
 
@@ -184,20 +212,20 @@ export class RemindOwnersInFlight {
   }
 
   /** Owners taken for a retry that did not fit in this run: still busy, for the next run to carry. */
-  keepBusy(ownerUserIds: string[]): void {
+  keep(ownerUserIds: string[]): void {
     this.busy.push(...ownerUserIds);
   }
 
   /** The owners found busy so far (each once), handed over for a retry or a continuation. */
-  takeBusy(): string[] {
+  take(): string[] {
     const ids = [...new Set(this.busy)];
     this.busy = [];
     return ids;
   }
 
-  /** Owners still busy when the cycle ends: counted failed and logged by id, so the errors alert sees them. */
+  /** Owners still busy when the run ends: counted failed and logged by id, so the errors alert sees them. */
   failStillBusy(): void {
-    this.failBusy(this.takeBusy(), 'OwnerBusy: another transaction held the owner until the end of the cycle');
+    this.fail(this.take(), 'OwnerBusy: another transaction held the owner until the end of the cycle');
   }
 
   /**
@@ -212,55 +240,29 @@ export class RemindOwnersInFlight {
       carried,
       notCarried: ownerUserIds.length,
     });
-    this.failBusy(
+    this.fail(
       ownerUserIds,
       `OwnerBusy: busy, and past the ${carried} busy owners a continue-as-new carries; not retried in this cycle`,
     );
   }
 
-  private failBusy(ownerUserIds: string[], error: string): void {
-    for (const ownerUserId of ownerUserIds) {
-      this.counts.failedOwners += 1;
-      cycleMetrics.ownerFailed();
-      log.warn('owner failed', { jobRunId: this.jobRunId, ownerUserId, error });
-    }
+  private fail(ownerUserIds: string[], error: string): void {
+    this.record(nothingDoneFor(ownerUserIds.map((ownerUserId) => ({ ownerUserId, error }))), {});
     this.progress();
   }
 
-  /**
-   * Adds what a claim reported (a group's, or a page's: docs/DESIGN.md#partitions) to the counts, `foundBusy` of
-   * its owners to `ownersBusy` (those found busy for the first time), and keeps its busy owners, with its
-   * `queuedBy`, for the retries.
-   */
-  record(r: RemindOwnersResult, foundBusy: number): void {
-    tallyGroup(this.counts, r, this.jobRunId);
-    this.counts.ownersBusy += foundBusy;
-    this.busy.push(...r.busyOwnerIds);
-    if (r.busyQueuedBy) {
-      for (const id of r.busyOwnerIds) {
-        const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
-        if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
-        this.busyQueuedBy.set(id, keys);
-      }
-    }
-  }
-
-  private start(ownerUserIds: string[], retry: boolean): Promise<void> {
-    const { settings, jobRunId, counts } = this;
+  private start(ownerUserIds: string[]): void {
+    const { settings, jobRunId } = this;
     const first = ownerUserIds[0];
     const owners =
       ownerUserIds.length === 1
         ? `owner ${first}`
         : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
-    const earlier = retry ? this.busyQueuedByOf(ownerUserIds) : undefined;
+    const earlier = this.queuedByOf(ownerUserIds);
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
       remindOwners.executeWithOptions(
-        {
-          ...OWNER_GROUP_ACTIVITY,
-          summary: retry ? `busy before: ${owners}` : owners,
-          allowEagerDispatch: this.allowEagerDispatch,
-        },
+        { ...OWNER_GROUP_ACTIVITY, summary: `busy before: ${owners}`, allowEagerDispatch: this.eager },
         [
           {
             ownerUserIds,
@@ -276,9 +278,11 @@ export class RemindOwnersInFlight {
       ),
     )
       .then(
-        (r) => this.record(r, retry ? 0 : r.busyOwnerIds.length),
+        // Owners found busy again were counted busy when first found.
+        (r) => this.record(r, {}),
         (err: unknown) => {
-          counts.failedOwners += ownerUserIds.length;
+          // Counted failed, each, but logged once for the group: the activity's failure says why.
+          addCounts(this.counts, claimCounts(nothingDoneFor(ownerUserIds)));
           for (let n = 0; n < ownerUserIds.length; n += 1) cycleMetrics.ownerFailed();
           log.warn('owner group failed', {
             jobRunId,
@@ -293,18 +297,10 @@ export class RemindOwnersInFlight {
         this.progress();
       });
     this.inFlight.add(run);
-    return run;
   }
 }
 
-function tallyGroup(counts: CycleCounts, r: RemindOwnersResult, jobRunId: string): void {
-  counts.ownersProcessed += r.ownersProcessed;
-  counts.remindersSent += r.remindersSent;
-  counts.skippedAlreadyMarked += r.skippedAlreadyMarked;
-  counts.ownersNotified += r.ownersNotified;
-  counts.failedOwners += r.failed.length;
-  for (const f of r.failed) {
-    cycleMetrics.ownerFailed();
-    log.warn('owner failed', { jobRunId, ownerUserId: f.ownerUserId, error: f.error });
-  }
+/** A claim that reminded nobody and failed `failed`. */
+function nothingDoneFor<F>(failed: F[]): ClaimTally & { busyOwnerIds: string[]; failed: F[] } {
+  return { ownersProcessed: 0, ownersNotified: 0, remindersSent: 0, skippedAlreadyMarked: 0, busyOwnerIds: [], failed };
 }
