@@ -48,10 +48,12 @@ test('a cycle over more owners than one run may hold continues as new and keeps 
     Array.from({ length: 40 }, (_, i) => ({ daysLeft: i % 8 })),
   );
 
+  // A claim per page: eleven claims, more than a run of 60 events holds.
   const handle = await stack.startCycle({
     asOf: AS_OF_DATE,
     batchSize: 4,
     maxHistoryEvents: 60,
+    pagesPerClaim: 1,
   });
   const result = await handle.result();
 
@@ -99,7 +101,8 @@ test('the time limit ends the cycle as time-limit and the next cycle reminds the
     Array.from({ length: 300 }, () => ({ daysLeft: 1 })),
   );
 
-  const limited = await cycle({ ownerConcurrency: 1, batchSize: 50, maxRunDurationMs: 700 });
+  // A claim per page: the time limit is seen between claims.
+  const limited = await cycle({ ownerConcurrency: 1, batchSize: 50, maxRunDurationMs: 700, pagesPerClaim: 1 });
 
   expect(limited.status).toBe('time-limit');
   expect(limited.remindersSent).toBeLessThan(docs.length);

@@ -227,28 +227,35 @@ describe('a cycle ends cleanly whatever arrives while it waits', () => {
     await slowMarks(2);
   });
 
-  test('a read-ahead page that fails while owners run fails the cycle once, instead of every workflow task', async () => {
-    // Page 1's end position vanishes as it is written, so reading page 2 ahead fails for good.
+  test('a claim whose previous page lost its recorded end fails the cycle once (ScanPositionMissing, not retried)', async () => {
+    // Page 1's end position vanishes as it is written, so the claim of page 2 fails for good.
     await stack.db.admin.query(`
       create or replace function profile.lose_page_one() returns trigger language plpgsql as $$
       begin delete from profile.document_expiry_reminder_scan_positions where cycle_id = new.cycle_id and page = 1; return null; end $$;
       create trigger lose_page_one after insert or update on profile.document_expiry_reminder_scan_positions
         for each row when (new.page = 1) execute function profile.lose_page_one();`);
 
-    const failure = await failureOf(
-      await stack.startCycle({ asOf: AS_OF_DATE, batchSize: 3 }, { taskQueue: w.taskQueue }),
+    const handle = await stack.startCycle(
+      { asOf: AS_OF_DATE, batchSize: 3, pagesPerClaim: 1 },
+      { taskQueue: w.taskQueue },
     );
+    const failure = await failureOf(handle);
 
     expect(failure.type).toBe('ScanPositionMissing');
+    // One attempt: the failure is not retried.
+    const { events } = await handle.fetchHistory();
+    const page2 = (events ?? []).filter((e) => e.activityTaskStartedEventAttributes).at(-1);
+    expect(page2?.activityTaskStartedEventAttributes?.attempt).toBe(1);
   });
 
-  test('a cancel request while the run drains before continuing as new stops the cycle there', async () => {
-    // The smallest history budget: the run continues as new after its first page, once its owners drain.
+  test('a cancel request while the claim before a hand-over runs stops the cycle there', async () => {
+    // The smallest history budget and a page per claim: the run would continue as new after its first claim.
     const handle = await stack.startCycle(
       {
         asOf: AS_OF_DATE,
         batchSize: 2,
         maxHistoryEvents: 10,
+        pagesPerClaim: 1,
       },
       { taskQueue: w.taskQueue },
     );
@@ -277,6 +284,7 @@ test('no document value in any run of a cycle that pages one document at a time 
       asOf: AS_OF_DATE,
       batchSize: 1,
       maxHistoryEvents: 10,
+      pagesPerClaim: 1,
     },
     { taskQueue: w.taskQueue },
   );
