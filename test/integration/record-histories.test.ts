@@ -48,7 +48,6 @@ test('every scenario records, and the recorded histories replay against the curr
     'normal.json',
     'partitioned-partition1-run1.json',
     'partitioned-partition1-run2.json',
-    'partitioned-partition1-run3.json',
     'partitioned-partition2.json',
     'partitioned.json',
     'time-limit.json',
