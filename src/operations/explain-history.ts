@@ -59,7 +59,7 @@ function mayMeet(workflowId: string, documentIds: readonly string[]): boolean {
 /**
  * What a claim activity that ended says of an owner: nothing, busy or failed (with the error) as its result
  * reports them, failed when the whole activity failed with the owner in its input, or claimed when its input
- * names the owner and its result does not (a busy retry, or an owner group of a cycle that scans alone).
+ * names the owner and its result does not (a busy retry).
  */
 export function ownerOutcome(
   activity: Omit<EndedActivity, 'activityType' | 'activityId'>,
