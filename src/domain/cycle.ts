@@ -24,12 +24,13 @@ export interface CycleInput {
   /** History events one run may use before it continues as new. */
   maxHistoryEvents?: number;
   /**
-   * Partitions of the day's scan, each a child workflow (docs/DESIGN.md#partitions); default: from the
+   * Partitions of the day: one is claimed in the cycle's own run, more each in a child workflow
+   * (docs/DESIGN.md#partitions); default: from the
    * day's due count and the worker's `REMINDER_PARTITIONS` / `REMINDER_PARTITION_SIZE`.
    */
   partitions?: number;
   /**
-   * Pages one `claimPage` activity of a partition claims at most (docs/DESIGN.md#page-claims); default
+   * Pages one `claimPage` activity claims at most (docs/DESIGN.md#page-claims); default
    * {@link DEFAULT_PAGES_PER_CLAIM}. Fewer make more, smaller activities: a finer spread over workers, and
    * more orchestration per page.
    */
@@ -134,7 +135,7 @@ export interface CycleResult extends CycleCounts {
   durationMs: number;
   /** Runs of the workflow this cycle used (more than one when it continued as new). */
   runs: number;
-  /** Partitions the day's scan ran in, each a child workflow; absent when the cycle scanned alone. */
+  /** Partitions the day ran in, each a child workflow; absent for a day of one (claimed in the cycle's own run). */
   partitions?: number;
 }
 
@@ -183,7 +184,7 @@ export interface PartitionRef {
 /** The input of a partition's child workflow: everything its parent fixed, and its own continuation. */
 export interface PartitionInput {
   partition: PartitionRef;
-  /** The cycle's workflow id: the events' `correlation_id`, as for a cycle that scans alone. */
+  /** The cycle's workflow id: the events' `correlation_id`, as for a small day's claims in the cycle's run. */
   jobRunId: string;
   settings: CycleSettings;
   /** When the cycle started: the partitions share its time limit. */
@@ -227,7 +228,7 @@ export const MAX_PAGES_PER_CLAIM = 64;
 
 /**
  * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,
- * at most `maxPartitions`. A small day scans alone; a big one spreads over the workers.
+ * at most `maxPartitions`. A small day is one partition, in the cycle's own run; a big one spreads over the workers.
  */
 export function partitionCount(due: number, maxPartitions: number, partitionSize: number): number {
   const wanted = Math.ceil(Math.max(0, due) / Math.max(1, partitionSize));
@@ -248,7 +249,7 @@ export const ZERO_COUNTS: CycleCounts = {
 /** Upper bound on owners in flight: with groups of one, the SDK allows 2,000 pending activities. */
 export const MAX_OWNER_CONCURRENCY = 500;
 
-/** Upper bound on owners per activity: one statement and one transaction hold their locks. */
+/** Upper bound on owners per activity: one transaction holds their locks. */
 export const MAX_OWNER_GROUP_SIZE = 500;
 
 /**
