@@ -153,7 +153,6 @@ describe('the recorded histories of real cycles (test/fixtures/histories): what 
 
   it('a cycle stopped at its time limit, or cancelled, ended with a result that says so', () => {
     expect(resultStatusInHistory(fixture('time-limit.json'))).toBe('time-limit');
-    expect(resultStatusInHistory(fixture('partitions-v1.time-limit.json'))).toBe('time-limit');
     expect(resultStatusInHistory(fixture('cancelled.json'))).toBe('cancelled');
     expect(resultStatusInHistory(fixture('normal.json'))).toBe('completed');
     // A run that continued as new has no result; the last run has the cycle's.
@@ -161,7 +160,7 @@ describe('the recorded histories of real cycles (test/fixtures/histories): what 
   });
 
   it('every run of a cycle recorded its settings, a continued one too; a refused input none', () => {
-    for (const name of ['normal.json', 'continued-as-new-run2.json', 'partitions-v1.partitioned.json']) {
+    for (const name of ['normal.json', 'continued-as-new-run2.json', 'partitioned.json']) {
       expect(settingsInHistory(fixture(name))).toEqual({
         thresholdsDays: expect.arrayContaining([7]),
         retentionDays: expect.any(Number),
