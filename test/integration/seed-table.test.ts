@@ -396,7 +396,8 @@ test('cancellation', async () => {
     AS_OF_DATE,
     Array.from({ length: 400 }, () => ({ daysLeft: 7 })),
   );
-  const handle = await stack.startCycle({ asOf: AS_OF, ownerConcurrency: 2, batchSize: 50 });
+  // A claim per page of 50: the cancel lands between claims (one claim of up to 8 pages may finish the day).
+  const handle = await stack.startCycle({ asOf: AS_OF, ownerConcurrency: 2, batchSize: 50, pagesPerClaim: 1 });
   await waitFor(async () => (await outbox(stack.db.admin)).length >= 5);
 
   await handle.cancel();
