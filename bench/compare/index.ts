@@ -102,7 +102,8 @@ async function runOnce(
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(file, [...args, ...flags], {
       cwd: r.dir,
-      env: { ...process.env, ...env },
+      // An exported revision has no git checkout to take its worker's build id from: its sha is the build.
+      env: { ...process.env, ...env, ...(r.sha ? { TEMPORAL_WORKER_BUILD_ID: r.sha.slice(0, 12) } : {}) },
       stdio: ['ignore', log, log],
     });
     child.once('error', reject);
