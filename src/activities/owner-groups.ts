@@ -1,7 +1,7 @@
 /**
- * The owner transaction of a cycle for a group of owners (docs/DESIGN.md#owner-transaction): one statement in
- * one transaction for the whole group, or, when that fails for good, one transaction per owner so one broken
- * owner never costs the others their reminder.
+ * The owner transaction of a cycle for a group of owners (docs/DESIGN.md#owner-transaction): one transaction for
+ * the whole group (its owner locks, then the claim, and with a retry a read-back between them), or, when that
+ * fails for good, one transaction per owner so one broken owner never costs the others their reminder.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as otel from '@opentelemetry/api';
@@ -168,7 +168,7 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
   }
 
   /**
-   * docs/DESIGN.md#owner-transaction for a group of owners in ONE transaction and one statement (`remindOwnersInTransaction`). A transient
+   * docs/DESIGN.md#owner-transaction for a group of owners in ONE transaction (`remindOwnersReadingBack`). A transient
    * error rolls the group back and fails the attempt, so Temporal's retry redoes exactly the same
    * work. A permanent error (or the last attempt) isolates the owners: each gets its own transaction
    * and a failing one is reported in `failed`, while the others are committed.

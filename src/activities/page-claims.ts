@@ -1,7 +1,7 @@
 /**
- * A partition's page in one activity (docs/DESIGN.md#page-claims): the page read and its owners claimed, so
- * the owner ids stay in the worker and PostgreSQL and the workflow records one activity per page instead of
- * a page activity and one per owner group.
+ * A partition's pages in one activity (docs/DESIGN.md#page-claims): up to `pages` pages read and their owners
+ * claimed, one after another, so the owner ids stay in the worker and PostgreSQL and the workflow records one
+ * activity per claim of several pages instead of a page read and an activity per owner group.
  */
 import * as otel from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -46,10 +46,10 @@ export interface ClaimPageInput extends Pick<CycleSettings, 'asOf' | 'ownerConcu
   /** The attempt the workflow's retry policy allows last: on it, a failing group's owners are isolated. */
   lastAttempt: number;
   /**
-   * Pages to claim one after another from `page` on, at most (default 1): the activity stops sooner when the
-   * scan is done or it has run {@link PAGES_BUDGET_MS}, and says how many it claimed (`pagesClaimed`).
+   * Pages to claim one after another from `page` on, at most: the activity stops sooner when the scan is done
+   * or it has run {@link PAGES_BUDGET_MS}, and says how many it claimed (`pagesClaimed`).
    */
-  pages?: number;
+  pages: number;
 }
 
 /** What a page's claim did: the counts of its groups together, and what the scan needs next. */
@@ -60,8 +60,8 @@ export interface ClaimPageResult extends RemindOwnersResult {
   owners: number;
   /** False when the scan of the partition is done. */
   hasNext: boolean;
-  /** Pages claimed, from `page` on (absent from results of workers before multi-page claims: one). */
-  pagesClaimed?: number;
+  /** Pages claimed, from `page` on. */
+  pagesClaimed: number;
   /**
    * Owners another transaction held at the page's first try; each was tried once more in the activity, and
    * those still held are in `busyOwnerIds`.
@@ -350,12 +350,11 @@ export function createPageClaims(
     const queuedBy = `${workflowExecution?.runId ?? ctx.info.workflowType}/${activityId}`;
     const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     const started = Date.now();
-    const maxPages = Math.max(1, input.pages ?? 1);
+    const maxPages = Math.max(1, input.pages);
     const seen = new Set<string>();
     try {
       let total = await claimOnePage(input, queuedBy, attempt, seen);
-      // An older workflow asks for one page (no `pages`) and counts one, whatever the result says.
-      for (let claimed = 1; input.pages !== undefined; claimed += 1) {
+      for (let claimed = 1; ; claimed += 1) {
         const page = input.page + claimed;
         const more = total.hasNext && claimed < maxPages && Date.now() - started < PAGES_BUDGET_MS;
         // A retry re-reads every page an earlier attempt recorded, even past what is asked, or what those
@@ -406,7 +405,7 @@ function addPage(a: ClaimPageResult, b: ClaimPageResult, queuedBy: string): Clai
     documentCount: a.documentCount + b.documentCount,
     owners: a.owners + b.owners,
     hasNext: b.hasNext,
-    pagesClaimed: (a.pagesClaimed ?? 1) + (b.pagesClaimed ?? 1),
+    pagesClaimed: a.pagesClaimed + b.pagesClaimed,
   };
 }
 

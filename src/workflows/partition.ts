@@ -156,7 +156,7 @@ function claimInSpan(run: PartitionRun): Promise<boolean> {
           ],
         ),
       );
-      const pagesClaimed = r.pagesClaimed ?? 1;
+      const { pagesClaimed } = r;
       run.busy.record(r, { pages: pagesClaimed, documentsSeen: r.documentCount, ownersBusy: r.ownersFoundBusy });
       span.setAttributes({ pages: pagesClaimed, documentCount: r.documentCount, owners: r.owners });
       log.info('batch selected', { jobRunId, page, pages: pagesClaimed, count: r.documentCount, owners: r.owners });

@@ -39,6 +39,7 @@ function input(cycleId: string, page: number, over: Partial<ClaimPageInput> = {}
     asOf: `${AS_OF_DATE}T03:00:00.000Z`,
     ownerConcurrency: 2,
     lastAttempt: 5,
+    pages: 1,
     ...over,
   };
 }
