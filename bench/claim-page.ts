@@ -39,7 +39,7 @@ export async function claimPage(
   batchSize: number,
   asOf: string,
   jobRunId: string,
-  range: IdRange = [NIL_UUID, null],
+  range?: IdRange,
 ): Promise<ClaimPageResult> {
   // The window as constants, as the cycle's page statement has it (the planner misjudges subquery bounds).
   const bounds = scanBounds(window, await selectPruneCutoff(db));
@@ -58,8 +58,7 @@ export async function claimPage(
         where ${windowSql('d', '$13::date', '$14::date')}
           and ${notRemindedSql('d', currentThresholdSql('d', '$1', '$2'))}
           and (d.expires_at, d.id) > ($4::date, $5::uuid)
-          and d.id >= $15::uuid
-          and ($16::uuid is null or d.id < $16::uuid)
+          ${range ? 'and d.id >= $15::uuid and ($16::uuid is null or d.id < $16::uuid)' : ''}
         order by d.expires_at, d.id
         limit $6
      ),
@@ -101,8 +100,7 @@ export async function claimPage(
       jobRunId,
       bounds.from,
       bounds.to,
-      range[0],
-      range[1],
+      ...(range ?? []),
     ],
   );
   const r = rows[0];
