@@ -75,8 +75,9 @@ export interface OwnerEvent {
 }
 
 /**
- * The outbox rows keyed by `ownerUserIds`, oldest first: those not yet deleted past OUTBOX_RETENTION. Read
- * through `ix_outbox_messages_key` (migration 017): an owner's rows, never the table.
+ * The outbox rows keyed by `ownerUserIds`, oldest first: those not yet deleted past OUTBOX_RETENTION. The
+ * published ones read through `ix_outbox_messages_key` (migration 017), the others through
+ * `ix_outbox_messages_unpublished_key` (006): an owner's rows, never the table.
  */
 export async function selectOwnerEvents(db: Queryable, ownerUserIds: readonly string[]): Promise<OwnerEvent[]> {
   const { rows } = await db.query<OwnerEvent>(
@@ -92,8 +93,15 @@ export async function selectOwnerEvents(db: Queryable, ownerUserIds: readonly st
             coalesce((select jsonb_agg(jsonb_build_object('documentId', d->>'documentId',
                                                            'thresholdDays', (d->>'thresholdDays')::int))
                         from jsonb_array_elements(payload->'documents') d), '[]') as documents
-       from profile.outbox_messages
-      where message_key = any($1::varchar[])
+       from (select id, message_key, correlation_id, created_at, published_at, attempts, retries, parked_at,
+                    last_error, published_partition, published_offset, payload
+               from profile.outbox_messages
+              where message_key = any($1::varchar[]) and published_at is not null
+             union all
+             select id, message_key, correlation_id, created_at, published_at, attempts, retries, parked_at,
+                    last_error, published_partition, published_offset, payload
+               from profile.outbox_messages
+              where message_key = any($1::varchar[]) and published_at is null) owner_rows
       order by created_at, id`,
     [ownerUserIds],
   );
