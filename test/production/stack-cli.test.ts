@@ -65,7 +65,7 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
   const cliEnv = { ...process.env, ...env };
   const described = await run(
     env.TEMPORAL_CLI_PATH,
-    ['task-queue', 'describe', '--task-queue', TASK_QUEUE, '--output', 'json'],
+    ['task-queue', 'describe', '--task-queue', TASK_QUEUE, '--legacy-mode', '--output', 'json'],
     { env: cliEnv },
   );
   const pollers = new Set([...described.stdout.matchAll(/"identity":\s*"([^"]+)"/g)].map((m) => m[1]));
