@@ -63,12 +63,19 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
     expect((await fetch(url.replace(/metrics$/, 'healthz'))).status).toBe(200);
   }
   const cliEnv = { ...process.env, ...env };
-  const described = await run(
-    env.TEMPORAL_CLI_PATH,
-    ['task-queue', 'describe', '--task-queue', TASK_QUEUE, '--legacy-mode', '--output', 'json'],
-    { env: cliEnv },
-  );
-  const pollers = new Set([...described.stdout.matchAll(/"identity":\s*"([^"]+)"/g)].map((m) => m[1]));
+  // Each worker polls once it is up; the stack is ready when the first has (its version is then current).
+  const pollersNow = async () => {
+    const described = await run(
+      env.TEMPORAL_CLI_PATH,
+      ['task-queue', 'describe', '--task-queue', TASK_QUEUE, '--legacy-mode', '--output', 'json'],
+      { env: cliEnv },
+    );
+    return new Set([...described.stdout.matchAll(/"identity":\s*"([^"]+)"/g)].map((m) => m[1]));
+  };
+  let pollers = await pollersNow();
+  for (const until = Date.now() + 30_000; pollers.size < 2 && Date.now() < until; pollers = await pollersNow()) {
+    await sleep(500);
+  }
   expect(pollers.size).toBe(2);
   for (const identity of pollers) jobPids.push(Number(identity.split('@')[0]));
 
