@@ -90,18 +90,9 @@ export function baselineA(workerUrl: string, s: CycleSettings): Promise<Measurem
 
 /** Baseline B: one claim statement per page, over a single connection. */
 export function baselineB(workerUrl: string, s: CycleSettings): Promise<Measurement> {
-  return timedBaseline('B: one SQL statement per page', workerUrl, 1, async (pool, tally) => {
-    let cursor: PageCursor | null = null;
-    for (;;) {
-      const r = await claimPage(pool, s.window, cursor, s.batchSize, asOfInstant(s), 'bench-baseline-b');
-      tally.pages += 1;
-      tally.owners += r.owners;
-      tally.reminders += r.remindersSent;
-      tally.seen += r.documentCount;
-      if (!r.next) break;
-      cursor = r.next;
-    }
-  });
+  return timedBaseline('B: one SQL statement per page', workerUrl, 1, (pool, tally) =>
+    claimRange(pool, s, undefined, tally, 'bench-baseline-b'),
+  );
 }
 
 /**
@@ -112,15 +103,24 @@ export function baselineB(workerUrl: string, s: CycleSettings): Promise<Measurem
 export function baselineParallelB(workerUrl: string, s: CycleSettings, k: number): Promise<Measurement> {
   const name = `B∥: one SQL statement per page in ${k} session${k === 1 ? '' : 's'}`;
   return timedBaseline(name, workerUrl, k, async (pool, tally) => {
-    await Promise.all(idRanges(k).map((range) => claimRange(pool, s, range, tally)));
+    await Promise.all(idRanges(k).map((range) => claimRange(pool, s, range, tally, 'bench-baseline-b-parallel')));
   });
 }
 
 /** SQLSTATE of a deadlock PostgreSQL broke by failing this statement. */
 const DEADLOCK_DETECTED = '40P01';
 
-/** One B∥ session: B's pages over `range`, a page that lost a deadlock run again. */
-async function claimRange(pool: pg.Pool, s: CycleSettings, range: IdRange, tally: Tally): Promise<void> {
+/**
+ * One session of B's pages, over `range` (B∥) or every id (B), added to `tally`; a page that lost a deadlock
+ * (only B∥'s sessions meet) runs again.
+ */
+async function claimRange(
+  pool: pg.Pool,
+  s: CycleSettings,
+  range: IdRange | undefined,
+  tally: Tally,
+  jobRunId: string,
+): Promise<void> {
   let cursor: PageCursor | null = null;
   for (;;) {
     const r: ClaimPageResult | undefined = await claimPage(
@@ -129,7 +129,7 @@ async function claimRange(pool: pg.Pool, s: CycleSettings, range: IdRange, tally
       cursor,
       s.batchSize,
       asOfInstant(s),
-      'bench-baseline-b-parallel',
+      jobRunId,
       range,
     ).catch((err: unknown) => {
       if ((err as { code?: string }).code === DEADLOCK_DETECTED) return undefined;
