@@ -152,6 +152,21 @@ class DeploymentRefusal extends Error {
   }
 }
 
+/** The server registers a version in its deployment shortly after the version's first poll, not with it. */
+const REGISTRATION_GRACE_MS = 10_000;
+
+/** Whether the deployment lists `buildId` among its versions (routing to it is refused until it does). */
+async function isRegistered(client: Client, target: Target, buildId: string): Promise<boolean> {
+  const summaries = (await describe(client, target))?.workerDeploymentInfo?.versionSummaries ?? [];
+  return summaries.some((s) => s.deploymentVersion?.buildId === buildId);
+}
+
+/**
+ * The version's pollers, once it has some and the deployment has registered it: a worker's first poll
+ * shows on the task queue before the server has added its version to the deployment, and routing to it in
+ * between is refused (FAILED_PRECONDITION, "no Worker Deployment found"), so a command run right after the
+ * workers start waits for both.
+ */
 async function requirePollers(client: Client, target: Target, buildId: string, waitMs = 0): Promise<string[]> {
   const deadline = Date.now() + waitMs;
   let pollers = await versionPollers(client, target, buildId);
@@ -164,6 +179,16 @@ async function requirePollers(client: Client, target: Target, buildId: string, w
       `version ${buildId} of deployment ${target.temporal.deploymentName} has no workers polling task queue ` +
         `${target.temporal.taskQueue}: start them first (TEMPORAL_WORKER_BUILD_ID=${buildId}), then run this again`,
     );
+  }
+  const registeredBy = Math.max(deadline, Date.now() + REGISTRATION_GRACE_MS);
+  while (!(await isRegistered(client, target, buildId))) {
+    if (Date.now() >= registeredBy) {
+      throw new DeploymentRefusal(
+        `version ${buildId} has workers polling, but deployment ${target.temporal.deploymentName} has not ` +
+          'registered it yet: run this again in a few seconds',
+      );
+    }
+    await sleep(250);
   }
   return pollers;
 }
