@@ -38,6 +38,8 @@ const KEY_FILES: Record<string, string[]> = {
   'schedule-apply': ['ca.pem', 'client.pem', 'client-key.pem'],
   'deployment-current': ['ca.pem', 'client.pem', 'client-key.pem'],
   client: ['ca.pem', 'client.pem', 'client-key.pem'],
+  // A support desk's `explain`: Temporal's reader (ops/temporal/identities.yaml), never `client`'s admin key.
+  support: ['ca.pem', 'support.pem', 'support-key.pem'],
 };
 const ISSUER = 'certs';
 const ISSUER_VOLUME = 'certs';

@@ -181,6 +181,7 @@ asRoot(
       'kafka',
       'worker',
       'client',
+      'support',
       'ca',
     ]);
     fs.mkdirSync(dir);
@@ -220,6 +221,11 @@ asRoot(
     });
     expect(contents('worker')).toEqual({ 'ca.pem': cert, 'worker-key.pem': key, 'worker.pem': cert });
     expect(contents('client')).toEqual({ 'ca.pem': cert, 'client-key.pem': key, 'client.pem': cert });
+    expect(contents('support')).toEqual({ 'ca.pem': cert, 'support-key.pem': key, 'support.pem': cert });
+    // Temporal's authorizer knows a caller by its certificate's name: the support volume's is `support`.
+    const supportCert = path.join(issued, 'support', 'support.pem');
+    const subject = execFileSync('openssl', ['x509', '-noout', '-subject', '-in', supportCert], { encoding: 'utf8' });
+    expect(subject.trim()).toMatch(/^subject=\s*CN\s*=\s*support$/);
     expect(contents('temporal')).toEqual({ 'ca.pem': cert, 'temporal-key.pem': key, 'temporal.pem': cert });
     expect(contents('cli')).toEqual({ 'ca.pem': cert, 'cli-key.pem': key, 'cli.pem': cert });
     expect(contents('ui')).toEqual({ 'ca.pem': cert, 'ui-client-key.pem': key, 'ui-client.pem': cert });

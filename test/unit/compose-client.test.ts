@@ -1,8 +1,10 @@
 /**
- * Compose runs what OPERATIONS says (issue 38, item 6): every client command docs/OPERATIONS.md documents
- * gets, in docker-compose.yml's `client` service, the variables it needs, each database URL as the role
- * that command reads or writes with. A command documented without an entry below fails the test: say here
- * what it needs.
+ * Compose runs what OPERATIONS says (issue 38, items 2 and 6): every client command docs/OPERATIONS.md
+ * documents gets, in docker-compose.yml's `client` service, the variables it needs, each database URL as
+ * the role that command reads or writes with. A command documented without an entry below fails the test:
+ * say here what it needs. The commands OPERATIONS gives a support desk (`docker compose run --rm support …`)
+ * get the same from the `support` service, as the support role and Temporal's reader only, with no
+ * credential of the worker, the relay, the owner or the `client` certificate.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,9 +13,11 @@ import type { Command } from 'commander';
 import { buildProgram } from '../../src/client';
 import { loadConfig, type Config } from '../../src/config';
 import { RELAY_ROLE, SUPPORT_ROLE, WORKER_ROLE } from '../../src/domain/names';
-import { composedEnv } from '../support/compose';
+import { parse } from 'yaml';
+import { composedEnv, composeService } from '../support/compose';
 
-const OPERATIONS = fs.readFileSync(path.resolve(__dirname, '../../docs/OPERATIONS.md'), 'utf8');
+const ROOT = path.resolve(__dirname, '../..');
+const OPERATIONS = fs.readFileSync(path.join(ROOT, 'docs/OPERATIONS.md'), 'utf8');
 
 /** The role of a database URL, or undefined without one. */
 const roleOf = (url: string | undefined) => (url ? new URL(url).username : undefined);
@@ -62,17 +66,66 @@ function clientCommands(): string[] {
   );
 }
 
+/** The client commands among `spans` (a span is the command or starts with it and its arguments). */
+const commandsIn = (spans: string[]) =>
+  clientCommands().filter((c) => spans.some((s) => s === c || s.startsWith(`${c} `)));
+
 /** The client commands OPERATIONS names in code spans (`cycle preview …`, `explain --owner …`). */
-function documentedCommands(): string[] {
-  const commands = clientCommands();
-  const spans = [...OPERATIONS.matchAll(/`([^`\n]+)`/g)].map((m) => m[1].replace(/^npm run client -- /, ''));
-  return commands.filter((c) => spans.some((s) => s === c || s.startsWith(`${c} `)));
+const documentedCommands = () =>
+  commandsIn([...OPERATIONS.matchAll(/`([^`\n]+)`/g)].map((m) => m[1].replace(/^npm run client -- /, '')));
+
+/** The commands OPERATIONS runs with compose's `support` service (`docker compose run --rm support explain …`). */
+const supportCommands = () =>
+  commandsIn([...OPERATIONS.matchAll(/`docker compose run --rm support ([^`\n]+)/g)].map((m) => m[1]));
+
+/**
+ * The Temporal identity of a client certificate: ops/tls/make-certs.sh issues `<name>.pem` with CN `<name>`,
+ * and the certs job copies it into the service's volume under the same name.
+ */
+function identityOf(certPath: string): string {
+  const name = path.basename(certPath, '.pem');
+  const makeCerts = fs.readFileSync(path.join(ROOT, 'ops/tls/make-certs.sh'), 'utf8');
+  expect(makeCerts).toContain('-subj "/CN=$name"');
+  expect(makeCerts).toMatch(new RegExp(`^issue ${name} client ""$`, 'm'));
+  return name;
 }
+
+/** What ops/temporal/identities.yaml grants a certificate's name (the file compose's `temporal` reads). */
+const grantsOf = (identity: string): Record<string, string> | undefined =>
+  (
+    parse(fs.readFileSync(path.join(ROOT, 'ops/temporal/identities.yaml'), 'utf8')) as {
+      identities: Record<string, Record<string, string>>;
+    }
+  ).identities[identity];
+
+/** Reads as the support role only (a support desk holds no worker URL). */
+const readsAsSupport = (c: Config) =>
+  roleOf(c.supportDatabaseUrl) === SUPPORT_ROLE && !c.databaseUrl ? [] : [`SUPPORT_DATABASE_URL (as ${SUPPORT_ROLE})`];
+/** Temporal over mTLS as a certificate that identities.yaml makes a reader of the job's namespace, no more. */
+const temporalAsReader = (c: Config) => {
+  const tls = c.temporal.connection.tls;
+  const cert = tls && typeof tls === 'object' && tls.clientCert && 'path' in tls.clientCert ? tls.clientCert.path : '';
+  if (!cert) return temporal(c);
+  const grants = grantsOf(identityOf(cert));
+  return JSON.stringify(grants) === JSON.stringify({ namespace: 'reader' })
+    ? []
+    : [
+        `TEMPORAL_TLS_CLIENT_CERT_PATH of a Temporal reader (${path.basename(cert)} is granted ${JSON.stringify(grants)})`,
+      ];
+};
+
+/** What each command OPERATIONS gives a support desk needs from the `support` service. */
+const SUPPORT_NEEDS: Record<string, (c: Config) => string[]> = {
+  explain: (c) => [...readsAsSupport(c), ...temporalAsReader(c)],
+  'cycle preview': readsAsSupport,
+};
 
 let certs: string;
 beforeAll(() => {
   certs = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-client-'));
-  for (const file of ['ca.pem', 'client.pem', 'client-key.pem']) fs.writeFileSync(path.join(certs, file), '');
+  for (const file of ['ca.pem', 'client.pem', 'client-key.pem', 'support.pem', 'support-key.pem']) {
+    fs.writeFileSync(path.join(certs, file), '');
+  }
 });
 afterAll(() => fs.rmSync(certs, { recursive: true, force: true }));
 
@@ -100,4 +153,53 @@ test('each of its database URLs comes from its own password, and none is the wor
     'placeholder-relay_db_password',
   ]);
   expect(env.DATABASE_URL).toBeUndefined();
+});
+
+describe("docker-compose.yml's support service", () => {
+  test('OPERATIONS gives a support desk explain through it, and each of its commands is one this file knows the needs of', () => {
+    const documented = supportCommands();
+    expect(documented).toContain('explain');
+    expect(documented.filter((c) => !(c in SUPPORT_NEEDS))).toEqual([]);
+  });
+
+  test('has what every support command needs: the support role, Temporal as a reader', () => {
+    const config = loadConfig(composedEnv('support', certs));
+    const missing = supportCommands().flatMap((c) => SUPPORT_NEEDS[c](config).map((v) => `${c}: ${v}`));
+    expect(missing).toEqual([]);
+    expect(new URL(config.supportDatabaseUrl!).password).toBe('placeholder-support_db_password');
+  });
+
+  test('holds no admin secret: no other password, database URL or key, its own certificate volume only', () => {
+    const service = composeService('support');
+    const env = Object.entries(service.environment ?? {}).map(([variable, value]) => [variable, String(value)]);
+    const passwords = env.flatMap(([, value]) => [...value.matchAll(/\$\{(\w*PASSWORD\w*)/g)].map((m) => m[1]));
+    expect(passwords).toEqual(['SUPPORT_DB_PASSWORD']);
+    const variables = env.map(([variable]) => variable);
+    for (const admin of [
+      'DATABASE_URL',
+      'RELAY_DATABASE_URL',
+      'MIGRATION_DATABASE_URL',
+      'TEMPORAL_API_KEY',
+      'KAFKA_SASL_PASSWORD',
+    ]) {
+      expect(variables).not.toContain(admin);
+    }
+    expect(variables.filter((v) => v.includes('PASSWORD'))).toEqual([]);
+    expect(service.volumes).toEqual(['certs-support:/certs:ro']);
+    expect(composedEnv('support', '/certs')).toMatchObject({
+      TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/support.pem',
+      TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/support-key.pem',
+    });
+  });
+
+  test("Temporal maps its certificate to the reader role with the profile's own file", () => {
+    expect(composeService('temporal').volumes).toContain(
+      './ops/temporal/identities.yaml:/etc/temporal/identities.yaml:ro',
+    );
+    expect(grantsOf('support')).toEqual({ namespace: 'reader' });
+    // The check tells them apart: the `client` service's certificate is an admin's.
+    expect(temporalAsReader(loadConfig(composedEnv('client', certs)))).toEqual([
+      'TEMPORAL_TLS_CLIENT_CERT_PATH of a Temporal reader (client.pem is granted {"namespace":"admin"})',
+    ]);
+  });
 });

@@ -70,6 +70,12 @@ test('a relay that mounts the issuer’s volume (every key and the CA’s) is re
   expect(check(compose).output).toContain("relay: mounts certs (every key and the CA's) at /certs; only certs may");
 });
 
+test('a support service that also mounts the client’s volume (an admin certificate) is refused', () => {
+  const compose = composeFile();
+  compose.services.support.volumes!.push('certs-client:/client-certs:ro');
+  expect(check(compose).output).toContain('support: sees client-key.pem, client.pem, which are not its own');
+});
+
 test('the certs job copying another identity’s key into the worker’s volume is refused', () => {
   const compose = composeFile();
   const script = compose.services.certs.entrypoint!;
