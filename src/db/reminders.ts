@@ -228,50 +228,26 @@ export async function lockOwners(db: Queryable, ownerUserIds: readonly string[])
   return rows.map((r) => r.owner_user_id);
 }
 
-/** SQLSTATE of a lock that `lock_timeout` gave up on ({@link waitForOwnerLocks}). */
-const LOCK_NOT_AVAILABLE = '55P03';
-
 /**
  * Takes the owner lock of each of `ownerUserIds`, waiting for a transaction that holds one to end, until
- * `untilMs` (epoch milliseconds) in all: each lock waits at most what is left of that budget (`lock_timeout`,
- * in a savepoint, so an owner given up on leaves the locks taken before it), and once it is spent the rest
- * are taken only if free. The locks are taken in the order of their keys: two transactions that wait this
- * way cannot deadlock, and one that takes its locks without waiting ({@link lockOwners}) never waits at all.
+ * `untilMs` (epoch milliseconds) in all: each lock waits at most what is left of that budget, and an owner
+ * given up on leaves the locks taken before it; once the budget is spent the rest are taken only if free.
+ * One statement (migration 019's `wait_for_xact_locks`, each lock in its own subtransaction in the server).
+ * The locks are taken in the order of their keys: two transactions that wait this way cannot deadlock, and
+ * one that takes its locks without waiting ({@link lockOwners}) never waits at all.
  * @returns the owners now locked by the caller's transaction.
  */
 async function waitForOwnerLocks(db: Queryable, ownerUserIds: readonly string[], untilMs: number): Promise<string[]> {
   const { rows } = await db.query<{ owner_user_id: string }>(
-    `select o.id as owner_user_id from unnest($1::uuid[]) as o(id) order by ${ownerLockKeySql('o.id')}`,
-    [ownerUserIds],
+    `with owners as (select o.id, ${ownerLockKeySql('o.id')} as lock_key from unnest($1::uuid[]) as o(id)),
+          locked as materialized (
+            select k.lock_key
+              from profile.wait_for_xact_locks(array(select lock_key from owners order by lock_key), $2::int)
+                   as k(lock_key))
+     select o.id as owner_user_id from owners o where o.lock_key in (select lock_key from locked)`,
+    [ownerUserIds, Math.max(0, Math.round(untilMs - Date.now()))],
   );
-  const locked: string[] = [];
-  let index = 0;
-  for (; index < rows.length; index += 1) {
-    const waitMs = Math.round(untilMs - Date.now());
-    if (waitMs < 1) break;
-    const ownerUserId = rows[index].owner_user_id;
-    if (await waitForOwnerLock(db, ownerUserId, waitMs)) locked.push(ownerUserId);
-  }
-  const rest = rows.slice(index).map((r) => r.owner_user_id);
-  if (rest.length > 0) locked.push(...(await lockOwners(db, rest)));
-  await db.query('SET LOCAL lock_timeout TO DEFAULT');
-  return locked;
-}
-
-/** One owner's lock, waiting at most `waitMs` for its holder; false when it was still held then. */
-async function waitForOwnerLock(db: Queryable, ownerUserId: string, waitMs: number): Promise<boolean> {
-  await db.query('SAVEPOINT owner_lock');
-  try {
-    await db.query(`select set_config('lock_timeout', $1, true)`, [`${waitMs}ms`]);
-    await db.query(`select pg_advisory_xact_lock(${ownerLockKeySql('$1::uuid')})::text`, [ownerUserId]);
-    await db.query('RELEASE SAVEPOINT owner_lock');
-    return true;
-  } catch (err) {
-    if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
-    await db.query('ROLLBACK TO SAVEPOINT owner_lock');
-    await db.query('RELEASE SAVEPOINT owner_lock');
-    return false;
-  }
+  return rows.map((r) => r.owner_user_id);
 }
 
 /** The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}. */

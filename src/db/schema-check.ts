@@ -260,7 +260,27 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
     const problem = indexProblem(expected, await indexShape(db, expected.name));
     if (problem) problems.push(problem);
   }
-  return problems;
+  return [...problems, ...(await functionProblems(db))];
+}
+
+/** Functions the worker's statements call, with the migration that creates each. */
+const WORKER_FUNCTIONS = [{ signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' }];
+
+/** A function the worker calls that is missing, or that its role may not execute. */
+async function functionProblems(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ signature: string; found: boolean; executable: boolean | null }>(
+    `select f.signature, to_regprocedure(f.signature) is not null as found,
+            case when to_regprocedure(f.signature) is not null
+                 then has_function_privilege(to_regprocedure(f.signature), 'execute') end as executable
+       from unnest($1::text[]) as f(signature)`,
+    [WORKER_FUNCTIONS.map((f) => f.signature)],
+  );
+  return rows.flatMap((r) => {
+    const migration = WORKER_FUNCTIONS.find((f) => f.signature === r.signature)?.migration;
+    if (!r.found) return [`${r.signature} is missing: run the migrations (${migration} creates it)`];
+    if (!r.executable) return [`${r.signature}: the worker's role may not execute it`];
+    return [];
+  });
 }
 
 /**

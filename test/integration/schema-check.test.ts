@@ -1,4 +1,6 @@
 /** The worker's start-up check of the schema it needs, against real databases. */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { selectCandidatePage } from '../../src/db/candidates';
 import { runMigrations } from '../../src/db/migrate';
@@ -69,6 +71,22 @@ test('a dedupe index that is unique only where a predicate holds is refused: the
       /ux_document_expiry_reminders_dedupe must be unique btree .*\. Found unique btree \(document_id, threshold_days\) on profile\.document_expiry_reminders where threshold_days > 0$/,
     ),
   ]);
+});
+
+test("a database without migration 019's lock function is refused, naming the migration; one the worker may not execute too", async () => {
+  const restore = readFileSync(path.join(__dirname, '../../migrations/019_owner_lock_wait.sql'), 'utf8');
+  const missing = await whileChanged('drop function profile.wait_for_xact_locks(bigint[], integer)', restore, () =>
+    workerSchemaProblems(stack.db.worker),
+  );
+  expect(missing).toEqual([
+    'profile.wait_for_xact_locks(bigint[], integer) is missing: run the migrations (019 creates it)',
+  ]);
+  const refused = await whileChanged(
+    'revoke execute on function profile.wait_for_xact_locks(bigint[], integer) from public',
+    'grant execute on function profile.wait_for_xact_locks(bigint[], integer) to public',
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(refused).toEqual(["profile.wait_for_xact_locks(bigint[], integer): the worker's role may not execute it"]);
 });
 
 /** Issue 28, item 1.5: the page plan's index, as the profile service may have made it before migration 001. */

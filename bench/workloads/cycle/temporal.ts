@@ -22,6 +22,7 @@ import {
 } from '../../harness/measure';
 import type { BenchWorker } from '../../harness/worker';
 import type { CycleSettings } from './settings';
+import { cycleTimeline } from './timeline';
 
 /**
  * One cycle through Temporal on `workers` (all polling `taskQueue`); the measurement has the history events
@@ -106,6 +107,7 @@ export async function temporalCycle(
     workerPeakRssMb: Math.round(Math.max(...peaks) / 1024),
     workerVmHwmMb: Math.round(Math.max(...pids.map((pid) => procStatusKb(pid, 'VmHWM'))) / 1024),
     cpu,
+    timeline: cycleTimeline(cycleRuns, partitionRuns),
   });
 }
 
