@@ -3,8 +3,10 @@
  * whole claim: the keyset page of candidate documents (the same predicate as `selectCandidatePage`), its
  * distinct owners, and then the product's claim for them (`claimCtes`: all due documents of those owners,
  * markers for every crossed threshold, one outbox row per owner that won a current-threshold marker).
- * Same ledger/outbox rows as the product; no advisory locks (a single claimer). `range` limits the page to
- * document ids in `[from, until)`: baseline B∥ runs one claimer per id range, as the cycle's partitions do.
+ * Same ledger/outbox rows as the product; no advisory locks (a single claimer, or B∥'s claimers of disjoint
+ * id ranges, whose markers go in in one order so that two meeting on an owner wait rather than deadlock).
+ * `range` limits the page to document ids in `[from, until)`: baseline B∥ runs one claimer per id range, as the
+ * cycle's partitions do.
  */
 import {
   currentThresholdSql,
@@ -64,20 +66,24 @@ export async function claimPage(
      ),
      last_row as (select expires_at, id from page order by expires_at desc, id desc limit 1),
      owners as (select distinct owner_user_id from page),
-     ${claimCtes('owners', {
-       asOfDate: '$1',
-       thresholds: '$2',
-       retentionDays: '$3',
-       asOf: '$7',
-       asOfText: '$7',
-       aggregateType: '$8',
-       topic: '$9',
-       eventType: '$10',
-       contractVersion: '$11',
-       jobRunId: '$12',
-       traceContext: 'null',
-       queuedBy: 'null',
-     })}
+     ${claimCtes(
+       'owners',
+       {
+         asOfDate: '$1',
+         thresholds: '$2',
+         retentionDays: '$3',
+         asOf: '$7',
+         asOfText: '$7',
+         aggregateType: '$8',
+         topic: '$9',
+         eventType: '$10',
+         contractVersion: '$11',
+         jobRunId: '$12',
+         traceContext: 'null',
+         queuedBy: 'null',
+       },
+       { ordered: true },
+     )}
      select (select count(*)::int from page) as page_count,
             (select expires_at from last_row) as last_expires_at,
             (select id from last_row) as last_id,

@@ -104,9 +104,15 @@ export function dueCtes(
  * documents whose current-threshold marker this statement inserted) and `events` (one outbox row per owner
  * that won anything; it returns nothing, since the worker's role may insert outbox rows but not read
  * them). The product's `remindOwnersInTransaction` and the benchmark's one-statement baseline share it, so they cannot
- * drift apart.
+ * drift apart. `ordered`: markers are inserted in (document, threshold) order, for claimers that hold no owner
+ * locks (the benchmark's B∥): two that meet in the unique index then wait for each other in one order and never
+ * deadlock (PostgreSQL finds a deadlock only after `deadlock_timeout`, 1 s, and fails one of them).
  */
-export function claimCtes(owners: string, $: ClaimPlaceholders): string {
+export function claimCtes(
+  owners: string,
+  $: ClaimPlaceholders,
+  { ordered = false }: { ordered?: boolean } = {},
+): string {
   return `${dueCtes(owners, $)},
      marks as (
        insert into profile.document_expiry_reminders
@@ -114,7 +120,7 @@ export function claimCtes(owners: string, $: ClaimPlaceholders): string {
        select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz,
               ${$.queuedBy}::text
          from due cross join unnest(${$.thresholds}::int[]) as t
-        where due.days_left <= t
+        where due.days_left <= t${ordered ? '\n        order by due.id, t' : ''}
        on conflict (document_id, threshold_days) do nothing
        returning document_id, threshold_days, owner_user_id
      ),
