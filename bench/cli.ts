@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--workload smoke|backlog|steady|moonshot|idle|relay] [--profile dev|production]
+ * `npm run bench -- [--workload smoke|backlog|steady|moonshot|fivemillion|idle|relay] [--profile dev|production]
  *                   [--documents N --owners M --due K --due-owners O]
  *                   [--rows N (relay)]
  *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--partitions K] [--pool-size P]

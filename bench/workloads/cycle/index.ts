@@ -8,7 +8,7 @@
  *   e2e        the full cycle with a relay process beside it, until Kafka acknowledged the last event
  *              (./end-to-end.ts); only when named, since it needs a broker.
  * Also writes the candidate page's plan to bench/explain-<workload>.txt (`-after-claim` after the repeat).
- * Its five data shapes are the workloads smoke, backlog, steady, moonshot and idle.
+ * Its six data shapes are the workloads smoke, backlog, steady, moonshot, fivemillion and idle.
  */
 import crypto from 'node:crypto';
 import type pg from 'pg';
@@ -46,6 +46,8 @@ export const DATA_SHAPES: Record<string, DataShape> = {
   backlog: { documents: 100_000, owners: 50_000, due: 100_000, dueOwners: 50_000 },
   steady: { documents: 1_000_000, owners: 400_000, due: 10_000, dueOwners: 8_000 },
   moonshot: { documents: 1_000_000, owners: 500_000, due: 1_000_000, dueOwners: 500_000 },
+  // Issue 37: the moonshot five times over, a bad day of 5M due over 2.5M owners with 10M documents in the table.
+  fivemillion: { documents: 5_000_000, owners: 2_500_000, due: 5_000_000, dueOwners: 2_500_000 },
   idle: { documents: 2_000_000, owners: 600_000, due: 0, dueOwners: 0 },
 };
 
