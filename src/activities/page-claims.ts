@@ -71,9 +71,12 @@ export interface ClaimPageResult extends RemindOwnersResult {
 
 /**
  * How long an activity of several pages goes on claiming more: a partition stops (cancel, time limit) and
- * hands over between activities, so an activity stays short.
+ * hands over between activities, so an activity stays short; each activity costs the worker and the Temporal
+ * server a page's worth of CPU, so it is not too short either. On a 5M day on 2 cores a page took 0.76 s
+ * of a partition's time, and a second's budget made 2 pages an activity (2,590 activities, 45 s of the
+ * Temporal server's CPU); five seconds make about 7 (bench/REPORT.md).
  */
-const PAGES_BUDGET_MS = 1_000;
+const PAGES_BUDGET_MS = 5_000;
 
 /**
  * How long a page's second try waits, in all, for the transactions that hold its busy owners; an owner still

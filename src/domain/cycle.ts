@@ -217,7 +217,7 @@ export function partitionOfWorkflowId(workflowId: string): PartitionRef | undefi
 export const MAX_PARTITIONS = 64;
 
 /**
- * Pages a partition's `claimPage` activity claims at most by default (it also stops after about a second):
+ * Pages a partition's `claimPage` activity claims at most by default (it also stops after about five seconds):
  * each activity and the workflow task after it cost the worker and the Temporal server about what a page's
  * claim costs PostgreSQL (bench/REPORT.md).
  */
