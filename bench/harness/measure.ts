@@ -69,7 +69,7 @@ export function countPostgresClusterApart(backendPid: number): void {
 }
 
 /** Where the stack caches the production Temporal server (`server`) and its Web UI (also `server`). */
-const TEMPORAL_SERVER_BINARY = /\/temporal-server-[^/]+\/server$/;
+const TEMPORAL_SERVER_BINARY = /\/temporal-server-[^/]+\/server(-authz-[0-9a-f]+)?$/;
 
 /** The program a process runs, as it was started (argv[0]); empty once it is gone. */
 function argv0(pid: string): string {
@@ -82,13 +82,14 @@ function argv0(pid: string): string {
 
 /**
  * The group of a process by its name: the dev server is the `temporal` CLI; the production profile's
- * Temporal server is a binary called `server` in the stack's cache (the UI server, `server` too, lives
- * elsewhere and is not counted as Temporal); the broker is a JVM running `kafka.Kafka`.
+ * Temporal server is a binary called `server` in the stack's cache, `server-authz-<hash>` when built with the
+ * profile's authorizer (the UI server, `server` too, lives elsewhere and is not counted as Temporal); the broker
+ * is a JVM running `kafka.Kafka`.
  */
 function processGroup(pid: string, comm: string): string {
   if (comm === 'postgres') return 'postgres';
   if (comm.startsWith('temporal')) return 'temporalServer';
-  if (comm === 'server' && TEMPORAL_SERVER_BINARY.test(argv0(pid))) return 'temporalServer';
+  if (comm.startsWith('server') && TEMPORAL_SERVER_BINARY.test(argv0(pid))) return 'temporalServer';
   if (comm === 'java') {
     try {
       if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka')) return 'kafka';
