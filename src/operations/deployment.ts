@@ -152,21 +152,18 @@ class DeploymentRefusal extends Error {
   }
 }
 
-/** The server registers a version in its deployment shortly after the version's first poll, not with it. */
+/**
+ * The server registers a version in its deployment shortly after the version's first poll, not with it, and
+ * each of its task queue types (workflow, activity) on its own: until the version has every task queue the
+ * current version has, routing to it is refused with FAILED_PRECONDITION ("no Worker Deployment found", "missing
+ * active task queues from the current version"). A routing change waits that long for it, at most this.
+ */
 const REGISTRATION_GRACE_MS = 10_000;
 
-/** Whether the deployment lists `buildId` among its versions (routing to it is refused until it does). */
-async function isRegistered(client: Client, target: Target, buildId: string): Promise<boolean> {
-  const summaries = (await describe(client, target))?.workerDeploymentInfo?.versionSummaries ?? [];
-  return summaries.some((s) => s.deploymentVersion?.buildId === buildId);
-}
+/** gRPC's status code of a routing change the deployment's state does not allow (yet). */
+const FAILED_PRECONDITION = 9;
 
-/**
- * The version's pollers, once it has some and the deployment has registered it: a worker's first poll
- * shows on the task queue before the server has added its version to the deployment, and routing to it in
- * between is refused (FAILED_PRECONDITION, "no Worker Deployment found"), so a command run right after the
- * workers start waits for both.
- */
+/** The version's pollers; refused when it has none (after waiting `waitMs` for a first poll). */
 async function requirePollers(client: Client, target: Target, buildId: string, waitMs = 0): Promise<string[]> {
   const deadline = Date.now() + waitMs;
   let pollers = await versionPollers(client, target, buildId);
@@ -180,17 +177,28 @@ async function requirePollers(client: Client, target: Target, buildId: string, w
         `${target.temporal.taskQueue}: start them first (TEMPORAL_WORKER_BUILD_ID=${buildId}), then run this again`,
     );
   }
-  const registeredBy = Math.max(deadline, Date.now() + REGISTRATION_GRACE_MS);
-  while (!(await isRegistered(client, target, buildId))) {
-    if (Date.now() >= registeredBy) {
-      throw new DeploymentRefusal(
-        `version ${buildId} has workers polling, but deployment ${target.temporal.deploymentName} has not ` +
-          'registered it yet: run this again in a few seconds',
-      );
-    }
-    await sleep(250);
-  }
   return pollers;
+}
+
+/**
+ * Runs a routing change, again while the server refuses it as not yet possible (FAILED_PRECONDITION) and
+ * `waitMs` or {@link REGISTRATION_GRACE_MS} has not passed: a version whose workers have just started is
+ * registered in its deployment a moment after their first polls. Past that, the server's reason is the refusal.
+ */
+async function routeOnceRegistered(buildId: string, waitMs: number, change: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + Math.max(waitMs, REGISTRATION_GRACE_MS);
+  for (;;) {
+    try {
+      await change();
+      return;
+    } catch (err) {
+      if (!isGrpcServiceError(err) || err.code !== FAILED_PRECONDITION) throw err;
+      if (Date.now() >= deadline) {
+        throw new DeploymentRefusal(`the server refuses to route to version ${buildId}: ${err.details}`);
+      }
+      await sleep(250);
+    }
+  }
 }
 
 /** What `deployment current` and `deployment ramp` print. */
@@ -243,12 +251,14 @@ export async function makeCurrent(
         '`deployment status` shows unversionedOpenCycles 0 (docs/SAFE-DEPLOYS.md, "The first versioned deploy")',
     );
   }
-  await client.workflowService.setWorkerDeploymentCurrentVersion({
-    namespace: target.temporal.namespace,
-    deploymentName: target.temporal.deploymentName,
-    buildId,
-    identity: IDENTITY,
-  });
+  await routeOnceRegistered(buildId, options.waitForPollersMs ?? 0, () =>
+    client.workflowService.setWorkerDeploymentCurrentVersion({
+      namespace: target.temporal.namespace,
+      deploymentName: target.temporal.deploymentName,
+      buildId,
+      identity: IDENTITY,
+    }),
+  );
   return routingChange(client, target, before, pollers);
 }
 
@@ -264,12 +274,15 @@ export async function rampVersion(
 ): Promise<RoutingChange> {
   const before = await deploymentStatus(client, target);
   const pollers = buildId ? await requirePollers(client, target, buildId) : [];
-  await client.workflowService.setWorkerDeploymentRampingVersion({
-    namespace: target.temporal.namespace,
-    deploymentName: target.temporal.deploymentName,
-    buildId: buildId ?? '',
-    percentage: buildId ? percent : 0,
-    identity: IDENTITY,
-  });
+  const ramp = () =>
+    client.workflowService.setWorkerDeploymentRampingVersion({
+      namespace: target.temporal.namespace,
+      deploymentName: target.temporal.deploymentName,
+      buildId: buildId ?? '',
+      percentage: buildId ? percent : 0,
+      identity: IDENTITY,
+    });
+  if (buildId) await routeOnceRegistered(buildId, 0, ramp);
+  else await ramp();
   return routingChange(client, target, before, pollers);
 }
