@@ -5,13 +5,11 @@
  * just started workers of one build decides it itself, with the client's (admin's) identity.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isGrpcServiceError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { routeWhenRegistered } from '../../src/operations/deployment';
 
 const { WorkerVersioningMode } = temporal.api.enums.v1;
-
-/** gRPC's status code of a version its deployment has not registered yet. */
-const FAILED_PRECONDITION = 9;
 
 /**
  * Waits (up to `timeoutMs`) for workers to poll `taskQueue` for workflow tasks, then makes the version of the
@@ -39,22 +37,15 @@ export async function makePollingVersionCurrent(
       );
       if (!versioned) return undefined;
       const { deploymentName, buildId } = versioned.deploymentOptions!;
-      // The server adds a version to its deployment shortly after the version's first poll, not with it: until
-      // then (real server 1.29.1) routing to it is refused with FAILED_PRECONDITION.
-      for (;;) {
-        try {
-          await client.workflowService.setWorkerDeploymentCurrentVersion({
-            namespace,
-            deploymentName: deploymentName!,
-            buildId: buildId!,
-            identity: 'expiry-reminder stack',
-          });
-          return { deploymentName: deploymentName!, buildId: buildId! };
-        } catch (err) {
-          if (!isGrpcServiceError(err) || err.code !== FAILED_PRECONDITION || Date.now() > until) throw err;
-          await sleep(200);
-        }
-      }
+      await routeWhenRegistered(until, () =>
+        client.workflowService.setWorkerDeploymentCurrentVersion({
+          namespace,
+          deploymentName: deploymentName!,
+          buildId: buildId!,
+          identity: 'expiry-reminder stack',
+        }),
+      );
+      return { deploymentName: deploymentName!, buildId: buildId! };
     }
     if (Date.now() > until) throw new Error(`no worker polled task queue ${taskQueue} within ${timeoutMs / 1000} s`);
     await sleep(200);

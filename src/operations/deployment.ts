@@ -182,23 +182,30 @@ async function requirePollers(client: Client, target: Target, buildId: string, w
 
 /**
  * Runs a routing change, again while the server refuses it as not yet possible (FAILED_PRECONDITION) and
- * `waitMs` or {@link REGISTRATION_GRACE_MS} has not passed: a version whose workers have just started is
- * registered in its deployment a moment after their first polls. Past that, the server's reason is the refusal.
+ * `deadline` (epoch ms) has not passed: a version whose workers have just started is registered in its
+ * deployment a moment after their first polls. Past the deadline the server's refusal is thrown.
  */
-async function routeOnceRegistered(buildId: string, waitMs: number, change: () => Promise<unknown>): Promise<void> {
-  const deadline = Date.now() + Math.max(waitMs, REGISTRATION_GRACE_MS);
+export async function routeWhenRegistered<T>(deadline: number, change: () => Promise<T>): Promise<T> {
   for (;;) {
     try {
-      await change();
-      return;
+      return await change();
     } catch (err) {
-      if (!isGrpcServiceError(err) || err.code !== FAILED_PRECONDITION) throw err;
-      if (Date.now() >= deadline) {
-        throw new DeploymentRefusal(`the server refuses to route to version ${buildId}: ${err.details}`);
-      }
+      if (!isNotRoutableYet(err) || Date.now() >= deadline) throw err;
       await sleep(250);
     }
   }
+}
+
+const isNotRoutableYet = (err: unknown) => isGrpcServiceError(err) && err.code === FAILED_PRECONDITION;
+
+/** {@link routeWhenRegistered} for an operator's command: `waitMs` or {@link REGISTRATION_GRACE_MS}, then a refusal. */
+async function routeOnceRegistered(buildId: string, waitMs: number, change: () => Promise<unknown>): Promise<void> {
+  await routeWhenRegistered(Date.now() + Math.max(waitMs, REGISTRATION_GRACE_MS), change).catch((err: unknown) => {
+    if (!isNotRoutableYet(err)) throw err;
+    throw new DeploymentRefusal(
+      `the server refuses to route to version ${buildId}: ${(err as { details?: string }).details}`,
+    );
+  });
 }
 
 /** What `deployment current` and `deployment ramp` print. */
