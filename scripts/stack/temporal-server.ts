@@ -337,7 +337,7 @@ function bindable(port: number): Promise<boolean> {
  * `count` distinct free loopback ports below 32768: the server records each service's gRPC port in
  * `cluster_membership.rpc_port`, a smallint, and the kernel's ephemeral ports lie above that range.
  */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) {
     const port = 20_000 + crypto.randomInt(12_000);

@@ -19,6 +19,7 @@ import { findOrBuildTemporalCli } from '../../scripts/stack/temporal-cli';
 import {
   findOrBuildTemporalServer,
   findOrBuildTemporalUi,
+  freePorts,
   TEMPORAL_DB_ROLE,
 } from '../../scripts/stack/temporal-server';
 import { composeEnv, composeHealthCommand, composeScript, composeService } from '../support/compose';
@@ -51,7 +52,7 @@ async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGr
   for (;;) {
     if (child.exitCode !== null) {
       const log = fs.readFileSync(path.join(secrets.dir, `${name}.log`), 'utf8');
-      throw new Error(`${name} exited (${child.exitCode}): ${log.slice(-2000)}`);
+      throw new Error(`${name} exited (${child.exitCode}): ${whyItStopped(log)}`);
     }
     try {
       return await sh('sh', ['-c', command], { env });
@@ -60,6 +61,19 @@ async function until(command: string, env: NodeJS.ProcessEnv, service: ProcessGr
     }
     await sleep(1_000);
   }
+}
+
+/**
+ * The lines of a service's log that say why it stopped: its errors first (a Go server's panic ends in a
+ * stack trace that would push them out of any tail), then the log's last lines.
+ */
+function whyItStopped(log: string): string {
+  const errors = log
+    .split('\n')
+    .filter((line) => /"level":"(error|fatal|panic)"|^panic:|^Error:/.test(line))
+    .slice(0, 5)
+    .map((line) => line.slice(0, 600));
+  return [...errors, '…', log.slice(-1_000)].join('\n');
 }
 
 /** `script` with the containers' host name and CA path replaced by this machine's. */
@@ -243,22 +257,23 @@ asRoot(
 
 // The Temporal server, the namespace job and the UI need the stores the tests above prepared.
 test('the temporal service starts the server from its script, on 0.0.0.0 with the address of `hostname -i`, temporal-namespace registers namespace default over mTLS, and temporal-ui lists it', async () => {
-  const frontend = 7233 + 20_000 + Math.floor(Math.random() * 2_000);
+  // Free ports, not random ones: the other production files start servers of their own beside this one.
+  const ports = await freePorts(11);
   const env: NodeJS.ProcessEnv = {
     ...onThisDatabase('temporal', 'TEMPORAL_DB_'),
     TEMPORAL_TLS_DIR: path.dirname(secrets.caPath),
     TEMPORAL_DYNAMIC_CONFIG_FILE: productionFile('temporalDynamicConfig'),
     // The container's ports are the file's defaults; on a shared machine, ports of this test's own.
-    TEMPORAL_FRONTEND_PORT: String(frontend),
-    TEMPORAL_FRONTEND_HTTP_PORT: String(frontend + 1),
-    TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(frontend + 2),
-    TEMPORAL_HISTORY_PORT: String(frontend + 3),
-    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(frontend + 4),
-    TEMPORAL_MATCHING_PORT: String(frontend + 5),
-    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(frontend + 6),
-    TEMPORAL_WORKER_PORT: String(frontend + 7),
-    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(frontend + 8),
-    TEMPORAL_METRICS_ADDRESS: `0.0.0.0:${frontend + 9}`,
+    TEMPORAL_FRONTEND_PORT: String(ports[0]),
+    TEMPORAL_FRONTEND_HTTP_PORT: String(ports[1]),
+    TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(ports[2]),
+    TEMPORAL_HISTORY_PORT: String(ports[3]),
+    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(ports[4]),
+    TEMPORAL_MATCHING_PORT: String(ports[5]),
+    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(ports[6]),
+    TEMPORAL_WORKER_PORT: String(ports[7]),
+    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(ports[8]),
+    TEMPORAL_METRICS_ADDRESS: `0.0.0.0:${ports[9]}`,
   };
   expect(env).toMatchObject({
     TEMPORAL_BIND_IP: '0.0.0.0',
@@ -270,13 +285,13 @@ test('the temporal service starts the server from its script, on 0.0.0.0 with th
     `--config ${path.dirname(productionFile('temporalConfig'))} `,
   );
   const temporal = startService('temporal', script, env);
-  await until(composeHealthCommand('temporal').replace(':8000/', `:${frontend + 9}/`), env, temporal, 'temporal');
+  await until(composeHealthCommand('temporal').replace(':8000/', `:${ports[9]}/`), env, temporal, 'temporal');
 
   const cliEnv: NodeJS.ProcessEnv = {
     ...composeEnv('temporal-namespace'),
     PATH: env.PATH,
     HOME: secrets.dir,
-    TEMPORAL_ADDRESS: `localhost:${frontend}`,
+    TEMPORAL_ADDRESS: `localhost:${ports[0]}`,
     TEMPORAL_TLS_CERT: secrets.cert('cli').cert,
     TEMPORAL_TLS_KEY: secrets.cert('cli').key,
     TEMPORAL_TLS_CA: secrets.caPath,
@@ -295,11 +310,11 @@ test('the temporal service starts the server from its script, on 0.0.0.0 with th
   // Run again: the namespace exists, the job still exits 0.
   await sh('sh', ['-c', composeScript('temporal-namespace')], { env: cliEnv });
 
-  const uiPort = frontend + 10;
+  const uiPort = ports[10];
   const uiEnv: NodeJS.ProcessEnv = {
     ...composeEnv('temporal-ui'),
     PATH: process.env.PATH,
-    TEMPORAL_ADDRESS: `localhost:${frontend}`,
+    TEMPORAL_ADDRESS: `localhost:${ports[0]}`,
     TEMPORAL_UI_PORT: String(uiPort),
     TEMPORAL_UI_TLS_DIR: path.dirname(secrets.caPath),
   };
