@@ -4,7 +4,7 @@
  *                   [--rows N (relay)]
  *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--partitions K] [--pool-size P]
  *                   [--only temporal,a,b,repeat,e2e | kafkajs,relay,relay-cold] [--worker dist|src] [--as-of YYYY-MM-DD] [--keep-db]
- *                   [--compare <rev>[,<rev>…] [--rounds N]]`
+ *                   [--statements] [--compare <rev>[,<rev>…] [--rounds N]] [--help]`
  *
  * The benchmark of issue 7. Starts the local stack (PostgreSQL + Temporal dev server, no UI, no Kafka;
  * `--profile production`: the production profile's TLS, SASL and Temporal server on PostgreSQL, issue 20)
@@ -19,7 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { runComparison } from './compare';
 import { startHarness } from './harness';
-import { parseBenchOptions } from './options';
+import { BENCH_USAGE, parseBenchOptions } from './options';
 import { report } from './report';
 import { chosenPaths, findWorkload } from './workloads';
 
@@ -44,6 +44,10 @@ async function main(): Promise<void> {
   // Read before the run, which rewrites the tracked bench/explain-*.txt.
   const commit = measuredCommit();
   const options = parseBenchOptions();
+  if (options.help) {
+    say(BENCH_USAGE);
+    return;
+  }
   if (options.compare !== undefined) return runComparison(options, process.argv.slice(2), say);
   const workload = findWorkload(options.workload);
   const paths = chosenPaths(workload, options.only);
@@ -56,7 +60,12 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: Error) => {
+main().catch((err: Error & { code?: string }) => {
+  // A flag parseArgs refused is the caller's mistake: say which and how to ask, without a stack trace.
+  if (err.code?.startsWith('ERR_PARSE_ARGS_')) {
+    process.stderr.write(`bench: ${err.message}\n\n${BENCH_USAGE}\n`);
+    process.exit(64);
+  }
   process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
   process.exit(1);
 });

@@ -42,10 +42,39 @@ export interface BenchOptions {
    * dev one and an adopted stack is whichever its variables describe; set, an adopted stack must match.
    */
   profile?: StackProfile;
+  /**
+   * `--statements`: a stack started here preloads `pg_stat_statements`, and each measured path reports
+   * the statements that took the most of the database's time (`extra.database.statements`).
+   */
+  statements: boolean;
+  /** `--help`: print {@link BENCH_USAGE} and run nothing. */
+  help: boolean;
 }
 
 /** The dev stack (plaintext, the Temporal dev server on SQLite) or the production profile (TLS, SASL, mTLS, SQL-backed Temporal). */
 export type StackProfile = 'dev' | 'production';
+
+/** What `npm run bench -- --help` prints, and what a refused flag is shown beside. */
+export const BENCH_USAGE = `usage: npm run bench -- [flags]
+
+  --workload W          smoke (default), backlog, steady, moonshot, fivemillion, idle, relay
+  --only P,P            the paths to run: temporal, a, b, bpar, repeat, e2e (cycle workloads);
+                        kafkajs, relay, relay-cold (relay); default the workload's own
+  --profile dev|production   the stack to start (default dev); an adopted stack must match
+  --documents N --owners M --due K --due-owners O   sizes other than the workload's
+  --rows N              outbox rows of the relay workload
+  --batch-size B --owner-concurrency C --owner-group-size G --partitions K --pool-size P
+  --workers N           worker processes polling the cycle's task queue (1-8, default 1)
+  --warm                run the cycle once, unmeasured, before the measured one
+  --worker dist|src     the compiled worker as deployed (default), or the sources under tsx
+  --as-of YYYY-MM-DD    the day every path computes as of (default today, UTC)
+  --keep-db             leave the benchmark's database on the server
+  --statements          start the stack with pg_stat_statements and list each path's costliest statements
+  --compare REV[,REV]   run the same for each git revision and the working tree, interleaved
+  --rounds N            how many times --compare runs each revision (default 3)
+  --help                this text
+
+What the figures mean and the figures so far: bench/REPORT.md.`;
 
 /** Parses the flags; unknown flags are refused (`parseArgs` strict mode). */
 export function parseBenchOptions(args: string[] = process.argv.slice(2)): BenchOptions {
@@ -72,10 +101,16 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       compare: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       profile: { type: 'string' },
+      statements: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
     },
   });
   if (a.profile !== undefined && a.profile !== 'dev' && a.profile !== 'production')
     throw new Error(`--profile must be dev or production, got ${a.profile}`);
+  if (a.statements && a.compare !== undefined)
+    throw new Error(
+      "--statements does not go with --compare: it shows where one run spends the database's time, and an older revision does not know the flag",
+    );
   const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   const workers = Number(a.workers);
   if (!Number.isInteger(workers) || workers < 1 || workers > 8)
@@ -101,5 +136,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     compare: a.compare,
     rounds: Number(a.rounds),
     profile: a.profile,
+    statements: a.statements,
+    help: a.help,
   };
 }

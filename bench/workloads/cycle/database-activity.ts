@@ -26,6 +26,93 @@ async function activity(admin: pg.Pool): Promise<Activity> {
   return { commits: Object.fromEntries(rows.map((r) => [r.datname, Number(r.n)])), walFsyncs: wal };
 }
 
+/** One normalised statement's share of a path's time in the job's database (pg_stat_statements). */
+export interface StatementCost {
+  /** The statement as pg_stat_statements normalised it, white space collapsed, cut at 200 characters. */
+  query: string;
+  calls: number;
+  rows: number;
+  totalMs: number;
+  sharedBlocksHit: number;
+  sharedBlocksRead: number;
+  sharedBlocksDirtied: number;
+  walBytes: number;
+}
+
+/** Where a path spent the job's database's time: the sum over every statement, and the costliest. */
+export interface StatementCosts {
+  totalMs: number;
+  calls: number;
+  top: StatementCost[];
+}
+
+/** How many statements {@link topStatements} lists. */
+const TOP_STATEMENTS = 12;
+
+/** Empties pg_stat_statements (the whole server's), creating the extension in the benchmark's database first. */
+async function resetStatements(admin: pg.Pool): Promise<void> {
+  try {
+    await admin.query('create extension if not exists pg_stat_statements');
+    await admin.query('select pg_stat_statements_reset()');
+  } catch (err) {
+    throw new Error(
+      `--statements: this PostgreSQL server does not collect statement statistics (${(err as Error).message}); ` +
+        'let the benchmark start its own stack (unset STACK_DATABASE_ADMIN_URL), or add pg_stat_statements to ' +
+        "the server's shared_preload_libraries",
+    );
+  }
+}
+
+/** The statements of the benchmark's database since {@link resetStatements}, costliest first. */
+async function topStatements(admin: pg.Pool): Promise<StatementCosts> {
+  const { rows } = await admin.query<{
+    query: string;
+    calls: string;
+    rows: string;
+    total_ms: number;
+    hit: string;
+    read: string;
+    dirtied: string;
+    wal: string;
+  }>(
+    `select left(regexp_replace(query, '\s+', ' ', 'g'), 200) as query, calls::text, rows::text,
+            total_exec_time as total_ms, shared_blks_hit::text as hit, shared_blks_read::text as read,
+            shared_blks_dirtied::text as dirtied, wal_bytes::text as wal
+       from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+      order by total_exec_time desc`,
+  );
+  const costs = rows.map((r) => ({
+    query: r.query,
+    calls: Number(r.calls),
+    rows: Number(r.rows),
+    totalMs: Number(r.total_ms.toFixed(1)),
+    sharedBlocksHit: Number(r.hit),
+    sharedBlocksRead: Number(r.read),
+    sharedBlocksDirtied: Number(r.dirtied),
+    walBytes: Number(r.wal),
+  }));
+  return {
+    totalMs: Number(costs.reduce((sum, c) => sum + c.totalMs, 0).toFixed(1)),
+    calls: costs.reduce((sum, c) => sum + c.calls, 0),
+    top: costs.slice(0, TOP_STATEMENTS),
+  };
+}
+
+/** {@link StatementCosts} as lines a person reads: each statement's share of the time, calls, rows and blocks. */
+export function describeStatements(costs: StatementCosts): string[] {
+  const share = (ms: number) => (costs.totalMs > 0 ? `${((100 * ms) / costs.totalMs).toFixed(0)} %` : '-');
+  return [
+    `statements: ${(costs.totalMs / 1000).toFixed(2)} s in ${costs.calls} calls`,
+    ...costs.top.map(
+      (c) =>
+        `  ${(c.totalMs / 1000).toFixed(2)} s (${share(c.totalMs)}), ${c.calls} calls, ${c.rows} rows, ` +
+        `blocks hit ${c.sharedBlocksHit} read ${c.sharedBlocksRead} dirtied ${c.sharedBlocksDirtied}, ` +
+        `WAL ${(c.walBytes / 1e6).toFixed(1)} MB: ${c.query}`,
+    ),
+  ];
+}
+
 /** Other backends publish their counters when idle for a second; wait that long before the second reading. */
 const STATS_FLUSH_MS = 1_500;
 
@@ -36,19 +123,22 @@ const STATS_FLUSH_MS = 1_500;
 export async function withDatabaseActivity(
   admin: pg.Pool,
   path: () => Promise<Measurement>,
-  temporalAdmin?: pg.Pool,
+  { temporalAdmin, statements = false }: { temporalAdmin?: pg.Pool; statements?: boolean } = {},
 ): Promise<Measurement> {
   const read = async () => ({ job: await activity(admin), temporal: temporalAdmin && (await activity(temporalAdmin)) });
+  if (statements) await resetStatements(admin);
   const before = await read();
   const m = await path();
   await sleep(STATS_FLUSH_MS);
   const after = await read();
+  const top = statements ? await topStatements(admin) : undefined;
   const job = difference(before.job, after.job);
   const temporal = before.temporal && after.temporal ? difference(before.temporal, after.temporal) : undefined;
   const database = {
     commits: { ...job.commits, ...temporal?.commits },
     walFsyncs: job.walFsyncs,
     ...(temporal ? { temporalWalFsyncs: temporal.walFsyncs } : {}),
+    ...(top ? { statements: top } : {}),
   };
   return { ...m, extra: { ...m.extra, database } };
 }

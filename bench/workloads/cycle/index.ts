@@ -20,7 +20,7 @@ import type { BenchWorker } from '../../harness/worker';
 import { baselineA, baselineB, baselineParallelB } from './baselines';
 import { partitionCount } from '../../../src/domain/cycle';
 import { explainCandidatePage } from './explain';
-import { withDatabaseActivity } from './database-activity';
+import { describeStatements, withDatabaseActivity, type StatementCosts } from './database-activity';
 import { cycleSettings, type CycleSettings } from './settings';
 import { endToEndCycle } from './end-to-end';
 import { temporalCycle } from './temporal';
@@ -97,6 +97,8 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   const record = async (m: Measurement, counts = true) => {
     results.push(m);
     say(`${m.path}: ${JSON.stringify(m)}${counts ? ` ${JSON.stringify(await ledgerCounts(admin))}` : ''}`);
+    const statements = (m.extra?.database as { statements?: StatementCosts } | undefined)?.statements;
+    if (statements) for (const line of describeStatements(statements)) say(line);
   };
   if (paths.has('temporal') || paths.has('repeat') || paths.has('e2e')) await temporalPaths(bench, s, record);
   if (paths.has('a')) {
@@ -105,13 +107,19 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
   }
   if (paths.has('b')) {
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s), bench.temporalAdmin));
+    await record(
+      await withDatabaseActivity(admin, () => baselineB(bench.database.workerUrl, s), activityOptions(bench)),
+    );
   }
   if (paths.has('bpar')) {
     await reset(admin);
     const k = s.partitions ?? partitionCount(W.due, DEFAULT_PARTITIONS, DEFAULT_PARTITION_SIZE);
     await record(
-      await withDatabaseActivity(admin, () => baselineParallelB(bench.database.workerUrl, s, k), bench.temporalAdmin),
+      await withDatabaseActivity(
+        admin,
+        () => baselineParallelB(bench.database.workerUrl, s, k),
+        activityOptions(bench),
+      ),
     );
   }
 
@@ -160,7 +168,7 @@ async function temporalPaths(
       say(`warm-up: ${warmUp.seconds} s`);
     }
     await reset(admin);
-    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle'), bench.temporalAdmin));
+    await record(await withDatabaseActivity(admin, () => cycle('Temporal: full cycle'), activityOptions(bench)));
   }
   if (paths.has('repeat')) {
     // Nothing due any more (the ledger holds this cycle's markers): the idle cycle.
@@ -179,6 +187,11 @@ async function temporalPaths(
     await record(await endToEndCycle('End to end: cycle + relay to Kafka', bench, workers, taskQueue, s));
   }
   for (const worker of workers) await worker.stop();
+}
+
+/** What {@link withDatabaseActivity} reads besides the job's database: Temporal's, and the statements when asked. */
+function activityOptions(bench: Bench): { temporalAdmin?: pg.Pool; statements: boolean } {
+  return { temporalAdmin: bench.temporalAdmin, statements: bench.options.statements };
 }
 
 /** Empties the ledger and the outbox, and vacuums both, so each path starts from the same state. */
