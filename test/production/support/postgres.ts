@@ -20,15 +20,17 @@ export interface ProductionPostgres {
 
 /**
  * Starts PostgreSQL with the production settings and the certificates and passwords of `secrets`: the job's
- * cluster, or with `cluster` 'temporal' the cluster of Temporal's stores.
+ * cluster, or with `cluster` 'temporal' the cluster of Temporal's stores; `settings` after the profile's own.
  */
 export function startProductionPostgres(
   secrets: StackSecrets,
   cluster: 'job' | 'temporal' = 'job',
+  settings: Readonly<Record<string, string>> = {},
 ): Promise<ProductionPostgres> {
   const root = path.resolve(__dirname, '../../..');
   const script = 'scripts/stack/serve-postgres.ts';
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), script, secrets.dir, cluster], {
+  const assignments = Object.entries(settings).map(([name, value]) => `${name}=${value}`);
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), script, secrets.dir, cluster, ...assignments], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
