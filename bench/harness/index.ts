@@ -107,8 +107,15 @@ function stackProfileOf(env: Record<string, string | undefined>): StackProfile {
   return tls ? 'production' : 'dev';
 }
 
-/** The server settings `--statements` starts the job's PostgreSQL with: client statements, not those inside functions. */
-const STATEMENT_STATISTICS = { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top' };
+/**
+ * The server settings `--statements` starts the job's PostgreSQL with: client statements, not those inside
+ * functions, with their planning time apart from their execution's.
+ */
+const STATEMENT_STATISTICS = {
+  shared_preload_libraries: 'pg_stat_statements',
+  'pg_stat_statements.track': 'top',
+  'pg_stat_statements.track_planning': 'on',
+};
 
 /**
  * The stack's variables: of the running stack STACK_DATABASE_ADMIN_URL / TEMPORAL_ADDRESS name (which must be

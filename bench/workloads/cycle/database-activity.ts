@@ -82,7 +82,10 @@ export interface StatementCost {
   query: string;
   calls: number;
   rows: number;
+  /** Execution time, waits for locks and for a core included: on a busy box, not CPU. */
   totalMs: number;
+  /** Planning time (with `pg_stat_statements.track_planning`, which `--statements` sets; else 0). */
+  planMs: number;
   sharedBlocksHit: number;
   sharedBlocksRead: number;
   sharedBlocksDirtied: number;
@@ -120,13 +123,14 @@ async function topStatements(admin: pg.Pool): Promise<StatementCosts> {
     calls: string;
     rows: string;
     total_ms: number;
+    plan_ms: number;
     hit: string;
     read: string;
     dirtied: string;
     wal: string;
   }>(
     `select left(regexp_replace(query, '\\s+', ' ', 'g'), 200) as query, calls::text, rows::text,
-            total_exec_time as total_ms, shared_blks_hit::text as hit, shared_blks_read::text as read,
+            total_exec_time as total_ms, total_plan_time as plan_ms, shared_blks_hit::text as hit, shared_blks_read::text as read,
             shared_blks_dirtied::text as dirtied, wal_bytes::text as wal
        from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
@@ -137,6 +141,7 @@ async function topStatements(admin: pg.Pool): Promise<StatementCosts> {
     calls: Number(r.calls),
     rows: Number(r.rows),
     totalMs: Number(r.total_ms.toFixed(1)),
+    planMs: Number(r.plan_ms.toFixed(1)),
     sharedBlocksHit: Number(r.hit),
     sharedBlocksRead: Number(r.read),
     sharedBlocksDirtied: Number(r.dirtied),
@@ -156,7 +161,7 @@ export function describeStatements(costs: StatementCosts): string[] {
     `statements: ${(costs.totalMs / 1000).toFixed(2)} s in ${costs.calls} calls`,
     ...costs.top.map(
       (c) =>
-        `  ${(c.totalMs / 1000).toFixed(2)} s (${share(c.totalMs)}), ${c.calls} calls, ${c.rows} rows, ` +
+        `  ${(c.totalMs / 1000).toFixed(2)} s (${share(c.totalMs)}), planning ${(c.planMs / 1000).toFixed(2)} s, ${c.calls} calls, ${c.rows} rows, ` +
         `blocks hit ${c.sharedBlocksHit} read ${c.sharedBlocksRead} dirtied ${c.sharedBlocksDirtied}, ` +
         `WAL ${(c.walBytes / 1e6).toFixed(1)} MB: ${c.query}`,
     ),
