@@ -77,7 +77,7 @@ async function vacuumsRunning(admin: pg.Pool): Promise<string[]> {
 }
 
 /** One normalised statement's share of a path's time in the job's database (pg_stat_statements). */
-export interface StatementCost {
+interface StatementCost {
   /** The statement as pg_stat_statements normalised it, white space collapsed, cut at 200 characters. */
   query: string;
   calls: number;
