@@ -159,9 +159,10 @@ productionOnlyTest(
     const deploy = await cycleAcrossSwitch(taskQueue, target, next.buildId, {
       beforeSwitch: () => startVersion(taskQueue, next, 2),
     });
+    // Only N's workers ran it, none of N+1's. Which of N's two took its activities is the server's choice: a
+    // cycle's workflow tasks stick to one worker and its activities start eagerly there, and with claims of
+    // up to 5 s a 20,000-owner day is a handful of them, so one worker may take them all.
     expectRanOn(deploy.placed, n.buildId, 2);
-    // Both of N's workers shared it; none of N+1's took any of it.
-    expect(deploy.placed.activityIdentities).toEqual(new Set(['version-n-1', 'version-n-2']));
     expect(deploy.placed.workflows).toBeGreaterThan(1);
     await expectCountsEqualOutbox(deploy.result, owners);
     expectRanOn(await nextCycle(taskQueue, 100, owners + 100), next.buildId, 2);
