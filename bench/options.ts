@@ -88,7 +88,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'due-owners': { type: 'string' },
       rows: { type: 'string' },
       'batch-size': { type: 'string', default: '500' },
-      'owner-concurrency': { type: 'string', default: '400' },
+      'owner-concurrency': { type: 'string', default: '500' },
       'owner-group-size': { type: 'string', default: '100' },
       partitions: { type: 'string' },
       'pool-size': { type: 'string', default: '20' },

@@ -103,12 +103,17 @@ function processGroup(pid: string, comm: string): string {
 /** A PostgreSQL backend of the Temporal server's role (its process title is `postgres: <role> <database> …`). */
 const TEMPORAL_BACKEND = /^postgres: temporal /;
 
+/** A client's backend (`postgres: <role> <database> <host>(<port>) …`), not one of the server's own processes. */
+const CLIENT_BACKEND = /^postgres: \S+ \S+ (\S+\(\d+\)|\[local\])/;
+
 /**
  * CPU seconds (user + system) per process group: the worker (every worker process of `workerPids`), the Temporal server, PostgreSQL, the Kafka
  * broker, this process; only the stack's own processes once {@link scopeCpuToDescendantsOf} was called.
  * `postgresTemporal` is the production profile's cluster of Temporal's stores ({@link countPostgresClusterApart}),
  * `postgres` the job's. `postgresTemporalBackends` is the CPU of the live backends of the Temporal server's
  * role, wherever they run: those connections live an hour (ops/temporal/config.yaml), so a run's own are all in it.
+ * `postgresBackground` is the part of `postgres` that no client's backend spent: the postmaster (with the
+ * backends it reaped), the WAL writer, the checkpointer, the background writer, autovacuum, the I/O workers.
  */
 export function cpuSnapshot(workerPids: number | readonly number[] = []): Record<string, number> {
   const workers = new Set(typeof workerPids === 'number' ? [workerPids] : workerPids);
@@ -122,6 +127,7 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     benchDriver: 0,
     other: 0,
     postgresTemporalBackends: 0,
+    postgresBackground: 0,
   };
   const processes = new Map<number, { ppid: number; comm: string; cpu: number }>();
   for (const entry of fs.readdirSync('/proc')) {
@@ -155,7 +161,10 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     const ofTemporalCluster =
       group === 'postgres' && temporalPostmaster !== undefined && [pid, ppid].includes(temporalPostmaster);
     out[ofTemporalCluster ? 'postgresTemporal' : group] += cpu;
-    if (group === 'postgres' && TEMPORAL_BACKEND.test(argv0(String(pid)))) out.postgresTemporalBackends += cpu;
+    if (group !== 'postgres') continue;
+    const title = argv0(String(pid));
+    if (TEMPORAL_BACKEND.test(title)) out.postgresTemporalBackends += cpu;
+    if (!ofTemporalCluster && !CLIENT_BACKEND.test(title)) out.postgresBackground += cpu;
   }
   return out;
 }

@@ -63,8 +63,9 @@ export interface ClaimPageResult extends RemindOwnersResult {
   /** Pages claimed, from `page` on. */
   pagesClaimed: number;
   /**
-   * Owners another transaction held at the page's first try; each was tried once more in the activity, and
-   * those still held are in `busyOwnerIds`.
+   * Owners another transaction held at a page's first try (each once, however many of the pages found it
+   * busy); each not claimed by a later page was tried once more after the pages, and those still held are in
+   * `busyOwnerIds`.
    */
   ownersFoundBusy: number;
 }
@@ -79,8 +80,8 @@ export interface ClaimPageResult extends RemindOwnersResult {
 const PAGES_BUDGET_MS = 5_000;
 
 /**
- * How long a page's second try waits, in all, for the transactions that hold its busy owners; an owner still
- * held then is reported busy, for the partition's own retry.
+ * How long an activity's second try waits, in all, for the transactions that hold its pages' busy owners; an
+ * owner still held then is reported busy, for the partition's own retry.
  */
 const BUSY_WAIT_MS = 2_000;
 
@@ -257,7 +258,7 @@ export function createPageClaims(
     queuedBy: string,
     attempt: number,
     seen: ReadonlySet<string>,
-  ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
+  ): Promise<PageTries> {
     const after = await previousEnd(input).catch(rethrowForTemporal);
     const recorded = attempt > 1 ? await recordedPage(input) : undefined;
     if (recorded) return recordedTries(input, after, recorded, queuedBy, attempt, seen);
@@ -277,13 +278,18 @@ export function createPageClaims(
       return {
         page: claimed.page,
         results: [claimed.first, ...(await claimGroups(input, claimed.rest, queuedBy, attempt))],
+        attempted: claimed.page.ownerUserIds,
       };
     }
     const page = await readNewPage(input, after, attempt).catch(rethrowForTemporal);
     if (page instanceof PageRecordedBefore) {
       return recordedTries(input, after, await recordedPage(input, true), queuedBy, attempt, seen);
     }
-    return { page, results: await claimGroups(input, page.ownerUserIds, queuedBy, attempt) };
+    return {
+      page,
+      results: await claimGroups(input, page.ownerUserIds, queuedBy, attempt),
+      attempted: page.ownerUserIds,
+    };
   }
 
   /** Page `input.page` as recorded, if it was; with `required`, its absence is an error to retry. */
@@ -305,39 +311,39 @@ export function createPageClaims(
     queuedBy: string,
     attempt: number,
     seen: ReadonlySet<string>,
-  ): Promise<{ page: PageRead; results: RemindOwnersResult[] }> {
+  ): Promise<PageTries> {
     const page = await readRecordedPage(input, after, recorded).catch(rethrowForTemporal);
     const unseen = page.ownerUserIds.filter((owner) => !seen.has(owner));
-    return { page, results: await claimGroups(input, unseen, queuedBy, attempt) };
+    return { page, results: await claimGroups(input, unseen, queuedBy, attempt), attempted: unseen };
   }
 
   /**
-   * One page and its owners' first tries, then a second try, waiting, of those another transaction held.
-   * `seen` holds the owners an earlier page of this attempt claimed or read back: a page read again between
-   * its recorded ends leaves them out, so what they queued counts once.
+   * One page and its owners' first tries. `attempted` is every owner those tries claimed or found busy; `busy`
+   * those another transaction held, for the activity's second try.
    */
   async function claimOnePage(
     input: ClaimPageInput,
     queuedBy: string,
     attempt: number,
     seen: Set<string>,
-  ): Promise<ClaimPageResult> {
-    const { page, results: first } = await firstTries(input, queuedBy, attempt, seen);
+  ): Promise<{ result: ClaimPageResult; attempted: string[]; busy: string[] }> {
+    const { page, results, attempted } = await firstTries(input, queuedBy, attempt, seen);
     for (const owner of page.ownerUserIds) seen.add(owner);
-    const busy = first.flatMap((r) => r.busyOwnerIds);
-    // An owner busy here is most often held by another partition claiming the same owner's documents in
-    // the other's id range, for the milliseconds of its transaction: a second try that waits for that
-    // transaction to end claims it, or finds it done, without a workflow timer and another activity.
-    // The wait is the page's, in all: each lock waits for what is left of it.
-    const waitForLocksUntil = Date.now() + BUSY_WAIT_MS;
-    const again = busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksUntil }) : [];
+    const busy = results.flatMap((r) => r.busyOwnerIds);
     return {
-      ...sumResults([...first.map((r) => ({ ...r, busyOwnerIds: [] })), ...again], queuedBy),
-      ownersFoundBusy: busy.length,
-      documentCount: page.documentCount,
-      owners: page.ownerUserIds.length,
-      hasNext: page.hasNext,
-      pagesClaimed: 1,
+      result: {
+        ...sumResults(
+          results.map((r) => ({ ...r, busyOwnerIds: [] })),
+          queuedBy,
+        ),
+        ownersFoundBusy: 0,
+        documentCount: page.documentCount,
+        owners: page.ownerUserIds.length,
+        hasNext: page.hasNext,
+        pagesClaimed: 1,
+      },
+      attempted,
+      busy,
     };
   }
 
@@ -355,8 +361,20 @@ export function createPageClaims(
     const started = Date.now();
     const maxPages = Math.max(1, input.pages);
     const seen = new Set<string>();
+    // Owners found busy at a page's first try and not claimed by a later page's since, for the second try.
+    const pending = new Set<string>();
+    const foundBusy = new Set<string>();
+    const claimOne = async (request: ClaimPageInput): Promise<ClaimPageResult> => {
+      const { result, attempted, busy } = await claimOnePage(request, queuedBy, attempt, seen);
+      for (const owner of attempted) pending.delete(owner);
+      for (const owner of busy) {
+        pending.add(owner);
+        foundBusy.add(owner);
+      }
+      return result;
+    };
     try {
-      let total = await claimOnePage(input, queuedBy, attempt, seen);
+      let total = await claimOne(input);
       for (let claimed = 1; ; claimed += 1) {
         const page = input.page + claimed;
         const more = total.hasNext && claimed < maxPages && Date.now() - started < PAGES_BUDGET_MS;
@@ -368,8 +386,22 @@ export function createPageClaims(
         ) {
           break;
         }
-        total = addPage(total, await claimOnePage({ ...input, page }, queuedBy, attempt, seen), queuedBy);
+        total = addPage(total, await claimOne({ ...input, page }), queuedBy);
       }
+      // An owner busy at a page's first try is most often held by another partition claiming the same owner's
+      // documents in its own id range, for the milliseconds of its transaction. One second try for all the
+      // pages' busy owners, after them, waits for what still holds them (usually nothing by then) and claims
+      // them or finds them done, without a workflow timer and another activity: one transaction for the
+      // activity instead of one for each page, each of whose claims would cost a statement's fixed work.
+      // The wait is the activity's, in all: each lock waits for what is left of it.
+      const busy = [...pending];
+      const waitForLocksUntil = Date.now() + BUSY_WAIT_MS;
+      const again = busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksUntil }) : [];
+      total = {
+        ...total,
+        ...sumResults([total, ...again], queuedBy),
+        ownersFoundBusy: foundBusy.size,
+      };
       otel.trace.getActiveSpan()?.setAttributes({
         correlationId: input.jobRunId,
         page: input.page,
@@ -393,6 +425,13 @@ interface PageRead {
   ownerUserIds: string[];
   documentCount: number;
   hasNext: boolean;
+}
+
+/** A page's first tries: the page, its groups' results, and the owners those groups were given. */
+interface PageTries {
+  page: PageRead;
+  results: RemindOwnersResult[];
+  attempted: string[];
 }
 
 /** A database error as the activity's failure (retryable unless permanent). */

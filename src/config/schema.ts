@@ -77,7 +77,7 @@ export const schema = z.object({
   REMINDER_MAX_RUN_DURATION: fromText(duration('10m')).default(10 * 60_000),
   REMINDER_POLLING_INTERVAL: fromText(duration('24h')).default(24 * 3_600_000),
   REMINDER_POLLING_OFFSET: fromText(durationOrZero('3h')).default(3 * 3_600_000),
-  REMINDER_OWNER_CONCURRENCY: fromText(wholeNumber(1, MAX_OWNER_CONCURRENCY)).default(400),
+  REMINDER_OWNER_CONCURRENCY: fromText(wholeNumber(1, MAX_OWNER_CONCURRENCY)).default(500),
   REMINDER_OWNER_GROUP_SIZE: fromText(wholeNumber(1, MAX_OWNER_GROUP_SIZE)).default(100),
   REMINDER_MAX_HISTORY_EVENTS: fromText(wholeNumber(100, 40_000)).default(9_000),
   REMINDER_SCAN_SLICES: fromText(wholeNumber(1, 16)).default(2),

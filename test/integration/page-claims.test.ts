@@ -311,7 +311,7 @@ test("an owner another partition holds for a moment is tried again within the pa
   expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
 });
 
-test("an owner whose holder commits while the page's second try waits is found done, and its one event is the holder's", async () => {
+test("an owner whose holder commits while the activity's second try waits is found done, and its one event is the holder's", async () => {
   const owners = await seedOwners(3);
   const held = await holdOwner(owners[1]);
   const claiming = claimPage(input(crypto.randomUUID(), 1));
@@ -441,14 +441,95 @@ test.each([
   },
 );
 
-/**
- * The worker's pool, counting the claim transactions begun through it (read-only transactions aside) and
- * failing the one past `limit`, so a claim that does unbounded work fails at once instead of running on.
- */
-function countingClaims(limit: number): { pool: typeof stack.db.worker; claims: () => number } {
+/** The owners of the first `pages` pages of `size` due documents, page by page, before anything is claimed. */
+async function ownersByPage(pages: number, size: number): Promise<string[][]> {
+  const byPage: string[][] = [];
+  let after: { expiresAt: string; id: string } | null = null;
+  for (let i = 0; i < pages; i += 1) {
+    const rows = await selectCandidatePage(stack.db.worker, WINDOW, after, size);
+    byPage.push([...new Set(rows.map((r) => r.owner_user_id))]);
+    const last = rows[rows.length - 1];
+    after = { expiresAt: last.expires_at, id: last.id };
+  }
+  return byPage;
+}
+
+/** An activity's activities on `pool` (an observed worker pool). */
+const activitiesOn = (pool: typeof stack.db.worker) =>
+  createActivities({ pool, logger: pino({ level: 'silent' }), config: testConfig() });
+
+test("busy owners of an activity's pages are tried once more together, after its pages, in one waiting statement", async () => {
+  const owners = await seedOwners(8);
+  // Pages of 4: the eight 7-day documents make pages 1 and 2, four owners each; the 25-day documents of the
+  // two held owners make page 3, where they are busy again.
+  const [first, second] = await ownersByPage(2, 4);
+  const held = [await holdOwner(first[1]), await holdOwner(second[2])];
+  let waits = 0;
+  const pool = observedPool((text) => {
+    if (text.includes('wait_for_xact_locks')) waits += 1;
+  });
+  const claiming = new MockActivityEnvironment({
+    attempt: 1,
+    activityId: 'page-1',
+    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
+  }).run(activitiesOn(pool).claimPage, input(crypto.randomUUID(), 1, { pages: 8 }));
+  await sleep(700);
+  await Promise.all(held.map((h) => h.release('rollback')));
+
+  const result = await claiming;
+
+  expect(result).toEqual(
+    expect.objectContaining({
+      pagesClaimed: 3,
+      ownersFoundBusy: 2,
+      busyOwnerIds: [],
+      ownersProcessed: 8,
+      remindersSent: 16,
+      hasNext: false,
+    }),
+  );
+  // One second try for the three pages' busy owners, not one a page.
+  expect(waits).toBe(1);
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test('an owner busy on one page and claimed on a later page of the same activity is not tried again', async () => {
+  const owners = await seedOwners(8);
+  const [first] = await ownersByPage(1, 4);
+  const held = await holdOwner(first[0]);
   let claims = 0;
+  let waits = 0;
+  // The holder gives up as page 2's first claim begins (page 1 is two: `ownerConcurrency` 2): page 3, the
+  // owner's 25-day document, finds the owner free.
+  const pool = observedPool(async (text) => {
+    if (text.includes('wait_for_xact_locks')) waits += 1;
+    if (!opensClaim(text)) return;
+    claims += 1;
+    if (claims === 3) await held.release('rollback');
+  });
+
+  const result = await new MockActivityEnvironment({
+    attempt: 1,
+    activityId: 'page-1',
+    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
+  }).run(activitiesOn(pool).claimPage, input(crypto.randomUUID(), 1, { pages: 8 }));
+
+  expect(result).toEqual(
+    expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [], ownersProcessed: 8, remindersSent: 16 }),
+  );
+  expect(waits).toBe(0);
+  const events = await outbox(stack.db.admin);
+  expect(events.map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+  expect(events.find((e) => e.aggregate_id === first[0])?.payload.documents).toHaveLength(2);
+});
+
+/**
+ * The worker's pool, with `onQuery` called with the text of every statement sent through a client it hands
+ * out, and awaited before the statement goes (it may reject it).
+ */
+function observedPool(onQuery: (text: string) => Promise<void> | void): typeof stack.db.worker {
   const pool = stack.db.worker;
-  const counted = new Proxy(pool, {
+  return new Proxy(pool, {
     get(target, prop) {
       if (prop === 'connect') {
         return async () => {
@@ -457,12 +538,8 @@ function countingClaims(limit: number): { pool: typeof stack.db.worker; claims: 
           return new Proxy(client, {
             get(c, p) {
               if (p !== 'query') return Reflect.get(c, p, c) as unknown;
-              return (...args: unknown[]) => {
-                const text = args[0];
-                if (typeof text === 'string' && /^BEGIN/i.test(text) && !/READ ONLY/i.test(text)) {
-                  claims += 1;
-                  if (claims > limit) return Promise.reject(new Error(`claim transaction ${claims}, past ${limit}`));
-                }
+              return async (...args: unknown[]) => {
+                if (typeof args[0] === 'string') await onQuery(args[0]);
                 return query(...args);
               };
             },
@@ -473,7 +550,23 @@ function countingClaims(limit: number): { pool: typeof stack.db.worker; claims: 
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { pool: counted, claims: () => claims };
+}
+
+/** A statement that opens a claim transaction (a read-only transaction is not one). */
+const opensClaim = (text: string) => /^BEGIN/i.test(text) && !/READ ONLY/i.test(text);
+
+/**
+ * The worker's pool, counting the claim transactions begun through it and failing the one past `limit`, so a
+ * claim that does unbounded work fails at once instead of running on.
+ */
+function countingClaims(limit: number): { pool: typeof stack.db.worker; claims: () => number } {
+  let claims = 0;
+  const pool = observedPool((text) => {
+    if (!opensClaim(text)) return;
+    claims += 1;
+    if (claims > limit) throw new Error(`claim transaction ${claims}, past ${limit}`);
+  });
+  return { pool, claims: () => claims };
 }
 
 /** `n` documents of their own owners, expired within the window and reminded at their threshold (0). */

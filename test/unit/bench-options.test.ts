@@ -4,7 +4,7 @@ test('the benchmark runs the smoke workload with the documented defaults and no 
   expect(parseBenchOptions([])).toMatchObject({
     workload: 'smoke',
     batchSize: 500,
-    ownerConcurrency: 400,
+    ownerConcurrency: 500,
     ownerGroupSize: 100,
     poolSize: 20,
     workers: 1,

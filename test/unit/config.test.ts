@@ -22,7 +22,7 @@ describe('loadConfig', () => {
       batchSize: 500,
       retentionDays: 90,
       maxRunDurationMs: 600_000,
-      ownerConcurrency: 400,
+      ownerConcurrency: 500,
       ownerGroupSize: 100,
       maxHistoryEvents: 9_000,
       // Twice the idle-in-transaction timeout (30 s) plus 10 s: what an orphaned transaction can hold an owner.
