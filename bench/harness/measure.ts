@@ -112,8 +112,11 @@ const CLIENT_BACKEND = /^postgres: \S+ \S+ (\S+\(\d+\)|\[local\])/;
  * `postgresTemporal` is the production profile's cluster of Temporal's stores ({@link countPostgresClusterApart}),
  * `postgres` the job's. `postgresTemporalBackends` is the CPU of the live backends of the Temporal server's
  * role, wherever they run: those connections live an hour (ops/temporal/config.yaml), so a run's own are all in it.
- * `postgresBackground` is the part of `postgres` that no client's backend spent: the postmaster (with the
- * backends it reaped), the WAL writer, the checkpointer, the background writer, autovacuum, the I/O workers.
+ * `postgresBackground` is the part of `postgres` that the job's cluster's own live processes spent (the WAL
+ * writer, the checkpointer, the background writer, autovacuum workers, the I/O workers), no client's backend;
+ * `postgresReaped` the part its postmaster reaped from processes that exited during the run: closed
+ * connections' backends (a pool closes one idle for 30 s, with every second it ever spent) and autovacuum
+ * workers (each exits after its pass), which /proc no longer tells apart.
  */
 export function cpuSnapshot(workerPids: number | readonly number[] = []): Record<string, number> {
   const workers = new Set(typeof workerPids === 'number' ? [workerPids] : workerPids);
@@ -128,8 +131,9 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     other: 0,
     postgresTemporalBackends: 0,
     postgresBackground: 0,
+    postgresReaped: 0,
   };
-  const processes = new Map<number, { ppid: number; comm: string; cpu: number }>();
+  const processes = new Map<number, { ppid: number; comm: string; cpu: number; reaped: number }>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -145,7 +149,12 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     // their CPU moves into its cutime and cstime. Without those a backend that exits mid-run takes its
     // seconds with it, and the group's delta can even go negative.
     const reaped = comm === 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
-    processes.set(Number(entry), { ppid: Number(f[1]), comm, cpu: (Number(f[11]) + Number(f[12]) + reaped) / tick });
+    processes.set(Number(entry), {
+      ppid: Number(f[1]),
+      comm,
+      cpu: (Number(f[11]) + Number(f[12]) + reaped) / tick,
+      reaped: reaped / tick,
+    });
   }
   const inScope = (pid: number): boolean => {
     if (cpuScopeRoot === undefined) return true;
@@ -155,7 +164,7 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     }
     return false;
   };
-  for (const [pid, { ppid, comm, cpu }] of processes) {
+  for (const [pid, { ppid, comm, cpu, reaped }] of processes) {
     if (!inScope(pid)) continue;
     const group = workers.has(pid) ? 'worker' : pid === process.pid ? 'benchDriver' : processGroup(String(pid), comm);
     const ofTemporalCluster =
@@ -164,7 +173,9 @@ export function cpuSnapshot(workerPids: number | readonly number[] = []): Record
     if (group !== 'postgres') continue;
     const title = argv0(String(pid));
     if (TEMPORAL_BACKEND.test(title)) out.postgresTemporalBackends += cpu;
-    if (!ofTemporalCluster && !CLIENT_BACKEND.test(title)) out.postgresBackground += cpu;
+    if (ofTemporalCluster) continue;
+    out.postgresReaped += reaped;
+    if (!CLIENT_BACKEND.test(title)) out.postgresBackground += cpu - reaped;
   }
   return out;
 }
