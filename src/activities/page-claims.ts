@@ -319,7 +319,9 @@ export function createPageClaims(
 
   /**
    * One page and its owners' first tries. `attempted` is every owner those tries claimed or found busy; `busy`
-   * those another transaction held, for the activity's second try.
+   * those another transaction held, for the activity's second try. `seen` holds the owners an earlier page of
+   * this attempt claimed or read back: a page read again between its recorded ends leaves them out, so what
+   * they queued counts once.
    */
   async function claimOnePage(
     input: ClaimPageInput,

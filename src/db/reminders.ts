@@ -263,7 +263,7 @@ const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_u
      marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
      won_per_owner as (
        -- json, not jsonb: the text goes straight to the worker, and building jsonb (a binary value, its keys
-       -- sorted) for each document only to print it again cost the claim ~7 % of its time on a backlog page.
+       -- sorted) for each document only to print it again cost the claim 1.3 ms of a backlog page's 60 ms.
        select owner_user_id,
               json_agg(json_build_object(
                 'documentId', id, 'type', type, 'thresholdDays', current_threshold, 'daysLeft', days_left)
