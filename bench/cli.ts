@@ -1,10 +1,5 @@
 /**
- * `npm run bench -- [--workload smoke|backlog|steady|moonshot|fivemillion|idle|relay] [--profile dev|production]
- *                   [--documents N --owners M --due K --due-owners O]
- *                   [--rows N (relay)]
- *                   [--batch-size B] [--owner-concurrency C] [--owner-group-size G] [--partitions K] [--pool-size P]
- *                   [--only temporal,a,b,repeat,e2e | kafkajs,relay,relay-cold] [--worker dist|src] [--as-of YYYY-MM-DD] [--keep-db]
- *                   [--statements] [--compare <rev>[,<rev>…] [--rounds N]] [--help]`
+ * `npm run bench -- [flags]`: the flags are `BENCH_USAGE` in bench/options.ts, which `--help` prints.
  *
  * The benchmark of issue 7. Starts the local stack (PostgreSQL + Temporal dev server, no UI, no Kafka;
  * `--profile production`: the production profile's TLS, SASL and Temporal server on PostgreSQL, issue 20)

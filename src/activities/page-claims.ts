@@ -328,7 +328,7 @@ export function createPageClaims(
     queuedBy: string,
     attempt: number,
     seen: Set<string>,
-  ): Promise<{ result: ClaimPageResult; attempted: string[]; busy: string[] }> {
+  ): Promise<{ result: PagesResult; attempted: string[]; busy: string[] }> {
     const { page, results, attempted } = await firstTries(input, queuedBy, attempt, seen);
     for (const owner of page.ownerUserIds) seen.add(owner);
     const busy = results.flatMap((r) => r.busyOwnerIds);
@@ -338,7 +338,6 @@ export function createPageClaims(
           results.map((r) => ({ ...r, busyOwnerIds: [] })),
           queuedBy,
         ),
-        ownersFoundBusy: 0,
         documentCount: page.documentCount,
         owners: page.ownerUserIds.length,
         hasNext: page.hasNext,
@@ -366,7 +365,7 @@ export function createPageClaims(
     // Owners found busy at a page's first try and not claimed by a later page's since, for the second try.
     const pending = new Set<string>();
     const foundBusy = new Set<string>();
-    const claimOne = async (request: ClaimPageInput): Promise<ClaimPageResult> => {
+    const claimOne = async (request: ClaimPageInput): Promise<PagesResult> => {
       const { result, attempted, busy } = await claimOnePage(request, queuedBy, attempt, seen);
       for (const owner of attempted) pending.delete(owner);
       for (const owner of busy) {
@@ -399,7 +398,7 @@ export function createPageClaims(
       const busy = [...pending];
       const waitForLocksUntil = Date.now() + BUSY_WAIT_MS;
       const again = busy.length > 0 ? await claimGroups(input, busy, queuedBy, attempt, { waitForLocksUntil }) : [];
-      total = {
+      const result: ClaimPageResult = {
         ...total,
         ...sumResults([total, ...again], queuedBy),
         ownersFoundBusy: foundBusy.size,
@@ -413,7 +412,7 @@ export function createPageClaims(
         documentCount: total.documentCount,
         attempt,
       });
-      return total;
+      return result;
     } finally {
       clearInterval(beat);
     }
@@ -429,6 +428,9 @@ interface PageRead {
   hasNext: boolean;
 }
 
+/** What a run of pages' first tries did: a claim's result before its second try, which counts the busy owners. */
+type PagesResult = Omit<ClaimPageResult, 'ownersFoundBusy'>;
+
 /** A page's first tries: the page, its groups' results, and the owners those groups were given. */
 interface PageTries {
   page: PageRead;
@@ -442,10 +444,9 @@ function rethrowForTemporal(err: unknown): never {
 }
 
 /** Two runs of pages as one: the later one's `hasNext`. */
-function addPage(a: ClaimPageResult, b: ClaimPageResult, queuedBy: string): ClaimPageResult {
+function addPage(a: PagesResult, b: PagesResult, queuedBy: string): PagesResult {
   return {
     ...sumResults([a, b], queuedBy),
-    ownersFoundBusy: a.ownersFoundBusy + b.ownersFoundBusy,
     documentCount: a.documentCount + b.documentCount,
     owners: a.owners + b.owners,
     hasNext: b.hasNext,

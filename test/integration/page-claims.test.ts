@@ -44,17 +44,22 @@ function input(cycleId: string, page: number, over: Partial<ClaimPageInput> = {}
   };
 }
 
-/** Attempt `attempt` of the page activity `activityId` of run `run-1`: its `queuedBy` is `run-1/<activityId>`. */
+/**
+ * Attempt `attempt` of the page activity `activityId` of run `run-1`: its `queuedBy` is `run-1/<activityId>`;
+ * on `pool` (an observed worker pool) when given.
+ */
 function claimPage(
   request: ClaimPageInput,
   attempt = 1,
   activityId = `page-${request.page}`,
+  pool?: typeof stack.db.worker,
 ): Promise<ClaimPageResult> {
+  const on = pool ? createActivities({ pool, logger: pino({ level: 'silent' }), config: testConfig() }) : activities;
   return new MockActivityEnvironment({
     attempt,
     activityId,
     workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
-  }).run(activities.claimPage, request);
+  }).run(on.claimPage, request);
 }
 
 const seedOwners = (n: number) => seedOwnersWithTwoDocuments(stack.db.admin, AS_OF_DATE, n);
@@ -454,10 +459,6 @@ async function ownersByPage(pages: number, size: number): Promise<string[][]> {
   return byPage;
 }
 
-/** An activity's activities on `pool` (an observed worker pool). */
-const activitiesOn = (pool: typeof stack.db.worker) =>
-  createActivities({ pool, logger: pino({ level: 'silent' }), config: testConfig() });
-
 test("busy owners of an activity's pages are tried once more together, after its pages, in one waiting statement", async () => {
   const owners = await seedOwners(8);
   // Pages of 4: the eight 7-day documents make pages 1 and 2, four owners each; the 25-day documents of the
@@ -468,11 +469,7 @@ test("busy owners of an activity's pages are tried once more together, after its
   const pool = observedPool((text) => {
     if (text.includes('wait_for_xact_locks')) waits += 1;
   });
-  const claiming = new MockActivityEnvironment({
-    attempt: 1,
-    activityId: 'page-1',
-    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
-  }).run(activitiesOn(pool).claimPage, input(crypto.randomUUID(), 1, { pages: 8 }));
+  const claiming = claimPage(input(crypto.randomUUID(), 1, { pages: 8 }), 1, 'page-1', pool);
   await sleep(700);
   await Promise.all(held.map((h) => h.release('rollback')));
 
@@ -508,11 +505,7 @@ test('an owner busy on one page and claimed on a later page of the same activity
     if (claims === 3) await held.release('rollback');
   });
 
-  const result = await new MockActivityEnvironment({
-    attempt: 1,
-    activityId: 'page-1',
-    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
-  }).run(activitiesOn(pool).claimPage, input(crypto.randomUUID(), 1, { pages: 8 }));
+  const result = await claimPage(input(crypto.randomUUID(), 1, { pages: 8 }), 1, 'page-1', pool);
 
   expect(result).toEqual(
     expect.objectContaining({ ownersFoundBusy: 1, busyOwnerIds: [], ownersProcessed: 8, remindersSent: 16 }),
@@ -594,16 +587,7 @@ test('a retried claim does work bounded by the pages its earlier attempt recorde
   // The retry claims the page's four owners again, in ⌈4 / ownerConcurrency 2⌉ = 2 claim transactions: not
   // the 100,000 owners whose reminded documents lie between the window's start and the page.
   const counting = countingClaims(2);
-  const retryActivities = createActivities({
-    pool: counting.pool,
-    logger: pino({ level: 'silent' }),
-    config: testConfig(),
-  });
-  const retry = await new MockActivityEnvironment({
-    attempt: 2,
-    activityId: 'page-1',
-    workflowExecution: { workflowId: 'page-claims', runId: 'run-1' },
-  }).run(retryActivities.claimPage, input(cycleId, 1));
+  const retry = await claimPage(input(cycleId, 1), 2, 'page-1', counting.pool);
 
   expect(counting.claims()).toBeLessThanOrEqual(2);
   expect(retry).toEqual(
