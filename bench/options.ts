@@ -58,7 +58,7 @@ export type StackProfile = 'dev' | 'production';
 export const BENCH_USAGE = `usage: npm run bench -- [flags]
 
   --workload W          smoke (default), backlog, steady, moonshot, fivemillion, idle, relay
-  --only P,P            the paths to run: temporal, a, b, bpar, repeat, e2e (cycle workloads);
+  --only P,P            the paths to run: temporal, a, b, bpar, repeat, e2e, parts (cycle workloads);
                         kafkajs, relay, relay-cold (relay); default the workload's own
   --profile dev|production   the stack to start (default dev); an adopted stack must match
   --documents N --owners M --due K --due-owners O   sizes other than the workload's

@@ -88,6 +88,7 @@ export function pathKey(label: string): string {
   if (label.startsWith('B∥')) return 'bpar';
   if (/^B\b/.test(label)) return 'b';
   if (label.startsWith('End to end')) return 'e2e';
+  if (label.startsWith('Parts:')) return 'parts';
   return label;
 }
 

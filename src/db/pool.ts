@@ -23,14 +23,19 @@ const types = {
 };
 
 /**
- * `-c DateStyle=ISO` for every session the job opens: `date` values come back as `YYYY-MM-DD` (the parser
- * above keeps them as text) and timestamps in the form pg parses, whatever the server's or database's
- * DateStyle. Under `SQL, DMY` a date reads `30/08/2026`: the sliced scan would sort it after `05/09/2026`
- * and its first page would hold the wrong documents.
+ * The startup options of every session the job opens, whatever the server's, database's or role's settings:
+ * - `DateStyle=ISO`: `date` values come back as `YYYY-MM-DD` (the parser above keeps them as text) and
+ *   timestamps in the form pg parses. Under `SQL, DMY` a date reads `30/08/2026`: the sliced scan would sort it
+ *   after `05/09/2026` and its first page would hold the wrong documents.
+ * - `plan_cache_mode=force_custom_plan`: each statement is planned for its own values. The job's statements
+ *   are unnamed, and PostgreSQL plans those for their values unless told to force generic plans, which a DBA
+ *   may set for a database of short queries; planned once for any owners, the claim took 3.1–3.6× as long
+ *   (bench/REPORT.md).
  * @param extra further `-c name=value` options of the session.
  */
 export function connectionOptions(extra?: string): string {
-  return extra ? `-c DateStyle=ISO ${extra}` : '-c DateStyle=ISO';
+  const own = '-c DateStyle=ISO -c plan_cache_mode=force_custom_plan';
+  return extra ? `${own} ${extra}` : own;
 }
 
 /**

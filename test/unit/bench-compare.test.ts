@@ -96,6 +96,7 @@ describe('pathKey', () => {
     expect(pathKey('B: one SQL statement per page')).toBe('b');
     expect(pathKey('B∥: one SQL statement per page in 8 sessions')).toBe('bpar');
     expect(pathKey('End to end: cycle + relay to Kafka')).toBe('e2e');
+    expect(pathKey("Parts: a page's statements one by one, 40 pages × 3, one session")).toBe('parts');
     expect(pathKey('bare kafkajs producer')).toBe('bare kafkajs producer');
   });
 });

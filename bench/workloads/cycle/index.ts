@@ -6,7 +6,9 @@
  *              once right after it and once after VACUUM of the ledger;
  *   a, b, bpar the baselines A, B and B∥ (./baselines.ts);
  *   e2e        the full cycle with a relay process beside it, until Kafka acknowledged the last event
- *              (./end-to-end.ts); only when named, since it needs a broker.
+ *              (./end-to-end.ts); only when named, since it needs a broker;
+ *   parts      a page's statements one by one in one session, the cycle's beside B's (./parts.ts); only
+ *              when named.
  * Also writes the candidate page's plan to bench/explain-<workload>.txt (`-after-claim` after the repeat).
  * Its six data shapes are the workloads smoke, backlog, steady, moonshot, fivemillion and idle.
  */
@@ -23,6 +25,7 @@ import { explainCandidatePage } from './explain';
 import { describeStatements, withDatabaseActivity, type StatementCosts } from './database-activity';
 import { cycleSettings, type CycleSettings } from './settings';
 import { endToEndCycle } from './end-to-end';
+import { claimParts } from './parts';
 import { temporalCycle } from './temporal';
 
 /** The seeded data: documents over owners, of which `due` (over `dueOwners` owners) are due on AsOf. */
@@ -55,8 +58,8 @@ export const DATA_SHAPES: Record<string, DataShape> = {
 export function cycleWorkload(name: string, shape: DataShape): Workload {
   return {
     name,
-    paths: ['temporal', 'a', 'b', 'bpar', 'repeat', 'e2e'],
-    // End to end needs a broker and a relay: asked for by name (--only temporal,e2e).
+    paths: ['temporal', 'a', 'b', 'bpar', 'repeat', 'e2e', 'parts'],
+    // End to end needs a broker and a relay, and parts is a study of one session: each asked for by name.
     defaultPaths: ['temporal', 'a', 'b', 'bpar', 'repeat'],
     needs: (paths) => ({
       worker: paths.has('temporal') || paths.has('repeat') || paths.has('e2e'),
@@ -101,6 +104,10 @@ async function runCycleWorkload(bench: Bench, shape: DataShape): Promise<Workloa
     if (statements) for (const line of describeStatements(statements)) say(line);
   };
   if (paths.has('temporal') || paths.has('repeat') || paths.has('e2e')) await temporalPaths(bench, s, record);
+  if (paths.has('parts')) {
+    await reset(admin);
+    await record(await claimParts(bench.database.workerUrl, s, say), false);
+  }
   if (paths.has('a')) {
     await reset(admin);
     await record(await baselineA(bench.database.workerUrl, s));
