@@ -9,7 +9,14 @@ import { Context } from '@temporalio/activity';
 import { describeFailure } from '../domain/failures';
 import type { CandidateWindow } from '../db/candidates';
 import { withTransaction } from '../db/pool';
-import { remindOwnersReadingBack, type OwnerClaim, type QueuedByEarlierAttempt } from '../db/reminders';
+import {
+  addClaims,
+  noClaims,
+  remindOwnersReadingBack,
+  type ClaimedOwners,
+  type OwnerClaim,
+  type QueuedByEarlierAttempt,
+} from '../db/reminders';
 import { currentTraceparent } from '../observability/tracing';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from './errors';
 import type { ActivityDeps } from './deps';
@@ -71,13 +78,13 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
     queuedBy: string,
     readBack: boolean,
     waitForLocksUntil?: number,
-  ): Promise<OwnerClaim[]> {
+  ): Promise<ClaimedOwners> {
     const keysOf = (ownerUserId: string): string[] => {
       const earlier = input.earlierQueuedBy?.[ownerUserId] ?? [];
       return [...new Set([...(readBack ? [queuedBy] : []), ...earlier])];
     };
-    const claims = await withTransaction(pool, async (tx) => {
-      const { claims: fresh, earlier } = await remindOwnersReadingBack(
+    const claimed = await withTransaction(pool, async (tx) => {
+      const { claimed: fresh, earlier } = await remindOwnersReadingBack(
         tx,
         {
           ownerUserIds,
@@ -94,8 +101,8 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
       );
       return mergeEarlier(fresh, earlier);
     });
-    reportClaims(claims, input.jobRunId);
-    return claims;
+    reportClaims(claimed.owners, input.jobRunId);
+    return claimed;
   }
 
   /** Logs and counts what committed claims did: a line and a metric per reminder queued, a line per busy owner. */
@@ -128,7 +135,7 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
    * Once the database stops answering, the remaining owners are reported without more tries.
    */
   async function isolateOwners(input: RemindOwnersInput, queuedBy: string): Promise<RemindOwnersResult> {
-    const claims: OwnerClaim[] = [];
+    let claimed = noClaims();
     const failed: FailedOwner[] = [];
     let unreachable: string | undefined;
     for (const ownerUserId of input.ownerUserIds) {
@@ -138,26 +145,26 @@ export function createOwnerClaims({ pool, logger, metrics }: Pick<ActivityDeps, 
       }
       const outcome = await claimAlone(input, ownerUserId, queuedBy);
       if (outcome.ok) {
-        claims.push(...outcome.claims);
+        claimed = addClaims(claimed, outcome.claimed);
         continue;
       }
       log.warn({ jobRunId: input.jobRunId, ownerUserId, error: outcome.error }, 'owner transaction failed');
       failed.push({ ownerUserId, error: outcome.error });
       if (outcome.unreachable) unreachable = outcome.error;
     }
-    return summarise(claims, failed, queuedBy);
+    return summarise(claimed, failed, queuedBy);
   }
 
   async function claimAlone(
     input: RemindOwnersInput,
     ownerUserId: string,
     queuedBy: string,
-  ): Promise<{ ok: true; claims: OwnerClaim[] } | { ok: false; error: string; unreachable: boolean }> {
+  ): Promise<{ ok: true; claimed: ClaimedOwners } | { ok: false; error: string; unreachable: boolean }> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         // Isolation follows a failed group (whose commit may have been lost on the way back) or a try
         // of this loop that may have committed: always read back.
-        return { ok: true, claims: await remindInTransaction(input, [ownerUserId], queuedBy, true) };
+        return { ok: true, claimed: await remindInTransaction(input, [ownerUserId], queuedBy, true) };
       } catch (err) {
         if (isPermanentDatabaseError(err) || attempt >= ISOLATED_ATTEMPTS) {
           return { ok: false, error: describeFailure(toActivityFailure(err)), unreachable: isConnectionError(err) };
@@ -235,19 +242,17 @@ const ISOLATED_BACKOFF_MS = 200;
  * Adds what an earlier attempt queued to this attempt's claims. An owner the earlier attempt handled is
  * not busy for this one, even if another transaction holds it now: its reminder is already queued.
  */
-function mergeEarlier(fresh: OwnerClaim[], earlier: QueuedByEarlierAttempt[]): OwnerClaim[] {
+function mergeEarlier(fresh: ClaimedOwners, earlier: QueuedByEarlierAttempt[]): ClaimedOwners {
   if (earlier.length === 0) return fresh;
   const byOwner = new Map(earlier.map((e) => [e.ownerUserId, e]));
-  return fresh.map((claim) => {
+  let markersInserted = fresh.markersInserted;
+  const owners = fresh.owners.map((claim): OwnerClaim => {
     const before = byOwner.get(claim.ownerUserId);
     if (!before) return claim;
-    return {
-      ...claim,
-      busy: false,
-      markersInserted: claim.markersInserted + before.markersInserted,
-      won: [...before.won, ...claim.won],
-    };
+    markersInserted += before.markersInserted;
+    return { ...claim, busy: false, won: [...before.won, ...claim.won] };
   });
+  return { ...fresh, owners, markersInserted };
 }
 
 /** A result that claimed nothing, to add to; `failed` as given. */
@@ -264,9 +269,11 @@ export function emptyResult(failed: FailedOwner[] = []): RemindOwnersResult {
 }
 
 /** The counts of a group's claims; `busyQueuedBy` is `queuedBy` when any owner was busy. */
-export function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
+export function summarise(claimed: ClaimedOwners, failed: FailedOwner[], queuedBy: string): RemindOwnersResult {
   const result = emptyResult(failed);
-  for (const c of claims) {
+  result.markersInserted = claimed.markersInserted;
+  result.skippedAlreadyMarked = claimed.skippedAlreadyMarked;
+  for (const c of claimed.owners) {
     if (c.busy) {
       result.busyOwnerIds.push(c.ownerUserId);
       continue;
@@ -274,8 +281,6 @@ export function summarise(claims: OwnerClaim[], failed: FailedOwner[], queuedBy:
     result.ownersProcessed += 1;
     if (c.won.length > 0) result.ownersNotified += 1;
     result.remindersSent += c.won.length;
-    result.markersInserted += c.markersInserted;
-    result.skippedAlreadyMarked += c.skippedAlreadyMarked;
   }
   if (result.busyOwnerIds.length > 0) result.busyQueuedBy = queuedBy;
   return result;

@@ -139,7 +139,7 @@ export function createPageClaims(
   ): Promise<{ page: PageRead; first: RemindOwnersResult; rest: string[] }> {
     const range = idRanges(input.partition.count)[input.partition.index];
     const bounds = scanBounds(input.window, await selectPruneCutoff(pool));
-    const { page, claims } = await withTransaction(
+    const { page, claimed } = await withTransaction(
       pool,
       async (tx) => {
         const read = await selectAndLockPage(tx, {
@@ -157,7 +157,7 @@ export function createPageClaims(
         // Rolled back: the page's recorded ends, not this read, say which owners it has.
         if (read.recordedBefore) throw new PageRecordedBefore();
         await tx.query(PAGE_PLAN_UNPIN);
-        const locked = await remindLockedOwners(tx, {
+        const claimed = await remindLockedOwners(tx, {
           ownerUserIds: read.locked,
           asOf: input.asOf,
           ...input.window,
@@ -165,15 +165,15 @@ export function createPageClaims(
           traceContext: currentTraceparent(),
           queuedBy,
         });
-        return { page: read, claims: [...locked, ...read.busy.map(busyClaim)] };
+        return { page: read, claimed: { ...claimed, owners: [...claimed.owners, ...read.busy.map(busyClaim)] } };
       },
       PAGE_CLAIM_BEGIN,
     );
-    reportClaims(claims, input.jobRunId);
+    reportClaims(claimed.owners, input.jobRunId);
     return {
       page: { ...page, hasNext: page.documentCount === input.batchSize },
-      first: summarise(claims, [], queuedBy),
-      rest: page.ownerUserIds.slice(claims.length),
+      first: summarise(claimed, [], queuedBy),
+      rest: page.ownerUserIds.slice(claimed.owners.length),
     };
   }
 

@@ -15,19 +15,29 @@ export interface WonDocument {
   daysLeft: number;
 }
 
-/** What the claim statement did for one owner. */
+/** What a claim did for one owner. */
 export interface OwnerClaim {
   ownerUserId: string;
   /** Another transaction held the owner's lock, so this one left the owner alone. */
   busy: boolean;
+  /** Documents this statement won the current-threshold marker for, in event order. */
+  won: WonDocument[];
+}
+
+/**
+ * What a claim did for its owners: each owner's part, and the counts over all of them. The counts are not
+ * kept per owner: everything that reads them sums them, and a claim that reported them per owner spent 2–5 ms
+ * more of a page's database CPU (bench/REPORT.md, "What the misses are made of").
+ */
+export interface ClaimedOwners {
+  /** One per distinct requested owner, in request order, busy ones included. */
+  owners: OwnerClaim[];
   /** Documents due at the statement's snapshot (no marker for their current threshold). */
   due: number;
   /** Markers inserted, the silent ones for less urgent crossed thresholds included. */
   markersInserted: number;
   /** Due documents whose current-threshold marker another transaction won first. */
   skippedAlreadyMarked: number;
-  /** Documents this statement won the current-threshold marker for, in event order. */
-  won: WonDocument[];
 }
 
 export interface RemindOwnersParams extends CandidateWindow {
@@ -181,10 +191,10 @@ const REMIND_OWNERS_PLACEHOLDERS: ClaimPlaceholders = {
  * with: a claim that took the locks inside itself could read the ledger as it was before another
  * cycle's commit of the same owner, and send "14 days" after that cycle's "7".
  * One owner is the per-owner transaction of the spec; many owners share the round trips and the commit.
- * @returns one entry per distinct requested owner, in request order.
+ * @returns an entry per distinct requested owner, in request order, and the counts over them all.
  */
-export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
-  return (await remindOwnersReadingBack(db, p, () => [])).claims;
+export async function remindOwnersInTransaction(db: Queryable, p: RemindOwnersParams): Promise<ClaimedOwners> {
+  return (await remindOwnersReadingBack(db, p, () => [])).claimed;
 }
 
 /**
@@ -200,7 +210,7 @@ export async function remindOwnersReadingBack(
   p: RemindOwnersParams,
   keysOf: (ownerUserId: string) => readonly string[],
   { waitForLocksUntil }: { waitForLocksUntil?: number } = {},
-): Promise<{ claims: OwnerClaim[]; earlier: QueuedByEarlierAttempt[] }> {
+): Promise<{ claimed: ClaimedOwners; earlier: QueuedByEarlierAttempt[] }> {
   const requested = [...new Set(p.ownerUserIds)];
   const locked =
     waitForLocksUntil === undefined
@@ -208,16 +218,32 @@ export async function remindOwnersReadingBack(
       : await waitForOwnerLocks(db, requested, waitForLocksUntil);
   const pairs = locked.flatMap((ownerUserId) => keysOf(ownerUserId).map((queuedBy) => ({ ownerUserId, queuedBy })));
   const earlier = pairs.length > 0 ? await selectQueuedBy(db, pairs, p) : [];
-  const claims = new Map((await remindLockedOwners(db, { ...p, ownerUserIds: locked })).map((c) => [c.ownerUserId, c]));
+  const claimed = await remindLockedOwners(db, { ...p, ownerUserIds: locked });
+  const byOwner = new Map(claimed.owners.map((c) => [c.ownerUserId, c]));
   return {
-    claims: requested.map((ownerUserId) => claims.get(ownerUserId) ?? busyClaim(ownerUserId)),
+    claimed: { ...claimed, owners: requested.map((ownerUserId) => byOwner.get(ownerUserId) ?? busyClaim(ownerUserId)) },
     earlier,
   };
 }
 
 /** The claim of an owner that another transaction held: nothing done. */
 export function busyClaim(ownerUserId: string): OwnerClaim {
-  return { ownerUserId, busy: true, due: 0, markersInserted: 0, skippedAlreadyMarked: 0, won: [] };
+  return { ownerUserId, busy: true, won: [] };
+}
+
+/** A claim of no owners. */
+export function noClaims(): ClaimedOwners {
+  return { owners: [], due: 0, markersInserted: 0, skippedAlreadyMarked: 0 };
+}
+
+/** Two claims as one: the owners of both, the counts added. */
+export function addClaims(a: ClaimedOwners, b: ClaimedOwners): ClaimedOwners {
+  return {
+    owners: [...a.owners, ...b.owners],
+    due: a.due + b.due,
+    markersInserted: a.markersInserted + b.markersInserted,
+    skippedAlreadyMarked: a.skippedAlreadyMarked + b.skippedAlreadyMarked,
+  };
 }
 
 /**
@@ -256,28 +282,20 @@ async function waitForOwnerLocks(db: Queryable, ownerUserIds: readonly string[],
   return rows.map((r) => r.owner_user_id);
 }
 
-/** The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}. */
+/**
+ * The claim of {@link remindLockedOwners}: `$1` the locked owners, the rest {@link REMIND_OWNERS_PLACEHOLDERS}.
+ * One row of counts over all the owners (`owner_user_id` null), then a row per document won: no count per
+ * owner, which cost the claim 2–5 ms of a page's CPU to aggregate and return (bench/REPORT.md), and no json
+ * to build and print for each document.
+ */
 const CLAIM_LOCKED_OWNERS_SQL = `with locked as (select distinct o.id as owner_user_id from unnest($1::uuid[]) as o(id)),
-     ${claimCtes('locked', REMIND_OWNERS_PLACEHOLDERS)},
-     due_per_owner as (select owner_user_id, count(*)::int as due from due group by owner_user_id),
-     marks_per_owner as (select owner_user_id, count(*)::int as inserted from marks group by owner_user_id),
-     won_per_owner as (
-       -- json, not jsonb: the text goes straight to the worker, and building jsonb (a binary value, its keys
-       -- sorted) for each document only to print it again cost the claim 1.3 ms of a backlog page's 60 ms.
-       select owner_user_id,
-              json_agg(json_build_object(
-                'documentId', id, 'type', type, 'thresholdDays', current_threshold, 'daysLeft', days_left)
-                order by expires_at, id) as won
-         from won group by owner_user_id
-     )
-     select l.owner_user_id,
-            coalesce(d.due, 0) as due,
-            coalesce(m.inserted, 0) as inserted,
-            coalesce(w.won, '[]'::json) as won
-       from locked l
-       left join due_per_owner d on d.owner_user_id = l.owner_user_id
-       left join marks_per_owner m on m.owner_user_id = l.owner_user_id
-       left join won_per_owner w on w.owner_user_id = l.owner_user_id`;
+     ${claimCtes('locked', REMIND_OWNERS_PLACEHOLDERS)}
+     select null::uuid as owner_user_id,
+            (select count(*)::int from due) as due,
+            (select count(*)::int from marks) as inserted,
+            null::uuid as document_id, null::text as type, null::int as threshold_days, null::int as days_left
+     union all
+     select owner_user_id, null, null, id, type, current_threshold, days_left from won`;
 
 const claimLockedOwnersParams = (p: RemindOwnersParams) => [
   p.ownerUserIds,
@@ -297,24 +315,53 @@ const claimLockedOwnersParams = (p: RemindOwnersParams) => [
 
 /**
  * The claim of owners the caller's transaction has locked ({@link lockOwners}, or a statement of its own
- * with {@link ownerLockKeySql}), one entry per owner.
+ * with {@link ownerLockKeySql}): an entry per distinct owner, in the order given, and the counts over them all.
  */
-export async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<OwnerClaim[]> {
-  if (p.ownerUserIds.length === 0) return [];
-  const { rows } = await db.query<{
-    owner_user_id: string;
-    due: number;
-    inserted: number;
-    won: WonDocument[];
-  }>(CLAIM_LOCKED_OWNERS_SQL, claimLockedOwnersParams(p));
-  return rows.map((r) => ({
-    ownerUserId: r.owner_user_id,
-    busy: false,
-    due: r.due,
-    markersInserted: r.inserted,
-    skippedAlreadyMarked: r.due - r.won.length,
-    won: r.won,
-  }));
+export async function remindLockedOwners(db: Queryable, p: RemindOwnersParams): Promise<ClaimedOwners> {
+  if (p.ownerUserIds.length === 0) return noClaims();
+  const { rows } = await db.query<ClaimRow>(CLAIM_LOCKED_OWNERS_SQL, claimLockedOwnersParams(p));
+  return claimedOf([...new Set(p.ownerUserIds)], rows);
+}
+
+/** A row of {@link CLAIM_LOCKED_OWNERS_SQL}: the counts (no owner), or a document an owner won. */
+interface ClaimRow {
+  owner_user_id: string | null;
+  due: number | null;
+  inserted: number | null;
+  document_id: string | null;
+  type: string | null;
+  threshold_days: number | null;
+  days_left: number | null;
+}
+
+/**
+ * The claim of `owners` from the statement's rows: each owner's won documents in event order (days left, then
+ * id: the order of `expires_at, id` for documents seen as of one day; uuid text sorts as uuids do).
+ */
+function claimedOf(owners: readonly string[], rows: readonly ClaimRow[]): ClaimedOwners {
+  const won = new Map<string, WonDocument[]>(owners.map((o) => [o, []]));
+  let due = 0;
+  let markersInserted = 0;
+  let wonCount = 0;
+  for (const r of rows) {
+    if (r.owner_user_id === null) {
+      due = r.due ?? 0;
+      markersInserted = r.inserted ?? 0;
+      continue;
+    }
+    const list = won.get(r.owner_user_id);
+    if (!list) throw new Error(`the claim returned a document of ${r.owner_user_id}, an owner it was not given`);
+    list.push({ documentId: r.document_id!, type: r.type!, thresholdDays: r.threshold_days!, daysLeft: r.days_left! });
+    wonCount += 1;
+  }
+  const byEventOrder = (a: WonDocument, b: WonDocument) =>
+    a.daysLeft - b.daysLeft || (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : 0);
+  return {
+    owners: owners.map((ownerUserId) => ({ ownerUserId, busy: false, won: won.get(ownerUserId)!.sort(byEventOrder) })),
+    due,
+    markersInserted,
+    skippedAlreadyMarked: due - wonCount,
+  };
 }
 
 /** The plan of {@link remindLockedOwners} for `p` (EXPLAIN without ANALYZE: nothing is written). */

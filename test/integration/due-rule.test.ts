@@ -132,7 +132,7 @@ seeded(
           jobRunId: `due-rule-${seed}`,
         }),
       );
-      const won = claims.flatMap((c) => c.won.map((d) => key(d.documentId, d.thresholdDays))).sort();
+      const won = claims.owners.flatMap((c) => c.won.map((d) => key(d.documentId, d.thresholdDays))).sort();
       expect([context, won]).toEqual([context, expectedKeys]);
       await deleteExpiredMarkers(stack.db.worker, addDays(asOfDate, -RETENTION_DAYS), 10_000);
 
@@ -191,7 +191,7 @@ seeded(
           jobRunId: 'p',
         }),
       );
-      for (const d of claims.flatMap((c) => c.won)) {
+      for (const d of claims.owners.flatMap((c) => c.won)) {
         sent.set(d.documentId, [...(sent.get(d.documentId) ?? []), d.thresholdDays]);
       }
       // The prune as the cycle runs it: the cutoff first, then the deletes.

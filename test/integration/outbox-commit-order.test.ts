@@ -59,7 +59,9 @@ async function earlyBeganLateCommitted(ownerUserId: string, between: () => Promi
     await withTransaction(stack.db.worker, (late) => remindOwnersInTransaction(late, params(ownerUserId, 'late')));
     await between();
     await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId, daysLeft: 0 }]);
-    const [claim] = await remindOwnersInTransaction(early, params(ownerUserId, 'early'));
+    const {
+      owners: [claim],
+    } = await remindOwnersInTransaction(early, params(ownerUserId, 'early'));
     expect({ busy: claim.busy, won: claim.won.length }).toEqual({ busy: false, won: 1 });
     await early.query('commit');
     return ['late', 'early'];

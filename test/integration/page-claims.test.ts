@@ -356,7 +356,7 @@ test('two second tries that wait for the same owners in opposite orders both fin
 
   const [a, b] = await Promise.all([forward, backward]);
 
-  const claims = [...a.claims, ...b.claims];
+  const claims = [...a.claimed.owners, ...b.claimed.owners];
   expect(claims.every((c) => !c.busy)).toBe(true);
   expect(claims.reduce((n, c) => n + c.won.length, 0)).toBe(4);
   expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
@@ -374,7 +374,7 @@ test("a second try's statements do not grow with its owners: the locks of 2 or 4
           return tx.query(...args);
         },
       } as typeof tx;
-      const { claims } = await remindOwnersReadingBack(
+      const { claimed } = await remindOwnersReadingBack(
         counting,
         {
           ownerUserIds: owners,
@@ -386,7 +386,7 @@ test("a second try's statements do not grow with its owners: the locks of 2 or 4
         () => [],
         { waitForLocksUntil: Date.now() + 2_000 },
       );
-      return claims;
+      return claimed.owners;
     });
     expect(claims.filter((c) => !c.busy)).toHaveLength(n);
     return statements;

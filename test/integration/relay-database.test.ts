@@ -65,7 +65,7 @@ describe('the outbox trigger', () => {
   test('an owner statement that writes no outbox row sends no notification', async () => {
     const owner = crypto.randomUUID();
     await insertDocuments(stack.db.admin, AS_OF, [{ ownerUserId: owner, daysLeft: 200 }]);
-    expect(await heardFrom(async () => expect((await ownerStatement(owner))[0].won).toEqual([]))).toEqual([]);
+    expect(await heardFrom(async () => expect((await ownerStatement(owner)).owners[0].won).toEqual([]))).toEqual([]);
     expect(
       await heardFrom(() =>
         stack.db.admin.query(`insert into profile.outbox_messages select * from profile.outbox_messages where false`),
@@ -79,7 +79,7 @@ describe('the outbox trigger', () => {
       { ownerUserId: owner, daysLeft: 7 },
       { ownerUserId: owner, daysLeft: 0 },
     ]);
-    expect(await heardFrom(async () => expect((await ownerStatement(owner))[0].won).toHaveLength(2))).toEqual([
+    expect(await heardFrom(async () => expect((await ownerStatement(owner)).owners[0].won).toHaveLength(2))).toEqual([
       OUTBOX_CHANNEL,
     ]);
   });

@@ -11,6 +11,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
 import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { addDays } from '../../src/domain/dates';
 import { createPool, withTransaction } from '../../src/db/pool';
 import { insertDocuments, markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { WORKER_ROLE } from '../../src/domain/names';
@@ -85,8 +86,8 @@ test('an owner another transaction holds is reported busy by id and left alone (
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const [claim] = await remindOwnersInTransaction(client, { ...input([held]), ownerUserIds: [held] });
-    expect(claim).toEqual(expect.objectContaining({ busy: false, due: 2 }));
+    const claim = await remindOwnersInTransaction(client, { ...input([held]), ownerUserIds: [held] });
+    expect(claim).toEqual(expect.objectContaining({ owners: [expect.objectContaining({ busy: false })], due: 2 }));
 
     const result = await remindOwners([held, ...others]);
 
@@ -100,6 +101,46 @@ test('an owner another transaction holds is reported busy by id and left alone (
   expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual([...others].sort());
 });
 
+test("a claim of several owners reports each one's won documents in event order, and the counts over all of them", async () => {
+  const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+  const docs = await insertDocuments(stack.db.admin, AS_OF_DATE, [
+    { ownerUserId: a, daysLeft: 7 },
+    { ownerUserId: a, daysLeft: 0 },
+    { ownerUserId: b, daysLeft: 1 },
+    { ownerUserId: c, daysLeft: 200 },
+  ]);
+  const id = (owner: string, daysLeft: number) =>
+    docs.find((d) => d.ownerUserId === owner && d.expiresAt === addDays(AS_OF_DATE, daysLeft))!.id;
+
+  const claimed = await withTransaction(stack.db.worker, (tx) =>
+    remindOwnersInTransaction(tx, { ...input([c, a, b]), ownerUserIds: [c, a, b] }),
+  );
+
+  expect(
+    claimed.owners.map((o) => [o.ownerUserId, o.busy, o.won.map((d) => [d.documentId, d.thresholdDays, d.daysLeft])]),
+  ).toEqual([
+    [c, false, []],
+    [
+      a,
+      false,
+      [
+        [id(a, 0), 0, 0],
+        [id(a, 7), 7, 7],
+      ],
+    ],
+    [b, false, [[id(b, 1), 1, 1]]],
+  ]);
+  // Markers for every crossed threshold: 30 and 7; 30, 7, 1 and 0; 30, 7 and 1.
+  expect({ due: claimed.due, markersInserted: claimed.markersInserted, skipped: claimed.skippedAlreadyMarked }).toEqual(
+    {
+      due: 3,
+      markersInserted: 9,
+      skipped: 0,
+    },
+  );
+  expect(await markers(stack.db.admin)).toHaveLength(9);
+});
+
 test('the same owner twice in one group is claimed once', async () => {
   const [owner] = await seedOwners(1);
 
@@ -107,7 +148,7 @@ test('the same owner twice in one group is claimed once', async () => {
     remindOwnersInTransaction(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
   );
 
-  expect(claims).toHaveLength(1);
+  expect(claims.owners).toHaveLength(1);
   expect(await outbox(stack.db.admin)).toHaveLength(1);
 });
 
@@ -239,15 +280,17 @@ test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do 
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const [first] = await remindOwnersInTransaction(client, { ...input([a]), ownerUserIds: [a] });
-    expect(first.busy).toBe(false);
+    const first = await remindOwnersInTransaction(client, { ...input([a]), ownerUserIds: [a] });
+    expect(first.owners[0].busy).toBe(false);
 
-    const [second] = await withTransaction(stack.db.worker, (tx) =>
+    const second = await withTransaction(stack.db.worker, (tx) =>
       remindOwnersInTransaction(tx, { ...input([b]), ownerUserIds: [b] }),
     );
 
-    expect(second).toEqual(expect.objectContaining({ ownerUserId: b, busy: false, due: 1 }));
-    expect(second.won).toHaveLength(1);
+    expect(second).toEqual(
+      expect.objectContaining({ owners: [expect.objectContaining({ ownerUserId: b, busy: false })], due: 1 }),
+    );
+    expect(second.owners[0].won).toHaveLength(1);
     await client.query('commit');
   } finally {
     client.release();
@@ -299,18 +342,23 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     await client.query('begin');
     await remindOwnersInTransaction(client, { ...input([owner]), ownerUserIds: [owner] });
     // The worker never sends another statement; the backend keeps the transaction and the lock.
-    const [held] = await withTransaction(stack.db.worker, (tx) =>
+    const held = await withTransaction(stack.db.worker, (tx) =>
       remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
-    expect(held.busy).toBe(true);
+    expect(held).toEqual({
+      owners: [{ ownerUserId: owner, busy: true, won: [] }],
+      due: 0,
+      markersInserted: 0,
+      skippedAlreadyMarked: 0,
+    });
 
     await sleep(2_500);
 
-    const [freed] = await withTransaction(stack.db.worker, (tx) =>
+    const freed = await withTransaction(stack.db.worker, (tx) =>
       remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
-    expect(freed).toEqual(expect.objectContaining({ busy: false, due: 2 }));
-    expect(freed.won).toHaveLength(2);
+    expect(freed).toEqual(expect.objectContaining({ owners: [expect.objectContaining({ busy: false })], due: 2 }));
+    expect(freed.owners[0].won).toHaveLength(2);
     client.release(true);
   } finally {
     await orphan.end();
@@ -373,15 +421,22 @@ test.each([
       );
       await sleep(300);
       // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
-      const [scheduled] = await withTransaction(stack.db.worker, (tx) =>
+      const {
+        owners: [scheduled],
+      } = await withTransaction(stack.db.worker, (tx) =>
         remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
       );
       expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
       await gate.query('select pg_advisory_unlock(4242)');
 
-      const [late] = await waiting;
+      const late = await waiting;
 
-      expect(late).toEqual(expect.objectContaining({ busy: false, due: 0, won: [] }));
+      expect(late).toEqual({
+        owners: [{ ownerUserId: owner, busy: false, won: [] }],
+        due: 0,
+        markersInserted: 0,
+        skippedAlreadyMarked: 0,
+      });
     } finally {
       gate.release();
       await manual.close();

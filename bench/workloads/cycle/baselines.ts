@@ -73,7 +73,7 @@ export function baselineA(workerUrl: string, s: CycleSettings): Promise<Measurem
             jobRunId: 'bench-baseline-a',
           }),
         )
-          .then(([o]) => {
+          .then(({ owners: [o] }) => {
             tally.owners += 1;
             tally.reminders += o.won.length;
           })
