@@ -24,6 +24,7 @@ import { createPool } from '../../../src/db/pool';
 import { claimCtes, lockOwners, ownerLockKeySql, remindLockedOwners } from '../../../src/db/reminders';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 import { claimPage } from '../../claim-page';
+import { spread } from '../../compare/summary';
 import { measurement, processCpuSeconds, type Measurement } from '../../harness/measure';
 import { asOfInstant, type CycleSettings } from './settings';
 
@@ -184,11 +185,6 @@ async function walkPages(db: pg.ClientBase, s: CycleSettings, count: number): Pr
   return pages;
 }
 
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted.length === 0 ? 0 : sorted[Math.floor((sorted.length - 1) / 2)];
-};
-
 /**
  * Measures each part over the first `pageCount` pages, `rounds` times, in one session of the worker's role.
  * @returns one measurement; `extra.parts` has, per part, the backend CPU per page (ms) and the median wall.
@@ -236,7 +232,7 @@ export async function claimParts(
         part.name,
         {
           cpuMsPerPage: local ? Number(((tally[i].cpu * 1000) / runs).toFixed(2)) : undefined,
-          wallMsMedian: Number(median(tally[i].walls).toFixed(2)),
+          wallMsMedian: Number(spread(tally[i].walls).median.toFixed(2)),
         },
       ]),
     );
