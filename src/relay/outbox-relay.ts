@@ -215,8 +215,11 @@ export class OutboxRelay {
     if (!result) return { claimed: 0, published: 0, rejected: 0 };
     endTimer?.();
     const { delivery, parked, claimed } = result;
-    for (const row of delivery.published) metrics?.published.inc({ topic: row.topic });
-    for (const { row } of delivery.rejected) metrics?.rejected.inc({ topic: row.topic });
+    if (metrics) {
+      for (const [topic, n] of countByTopic(delivery.published)) metrics.published.inc({ topic }, n);
+      for (const [topic, n] of countByTopic(delivery.rejected.map(({ row }) => row)))
+        metrics.rejected.inc({ topic }, n);
+    }
     for (const { row, error } of delivery.rejected) {
       const isParked = parked.includes(row.id);
       this.log.warn(
@@ -309,6 +312,13 @@ export class OutboxRelay {
     }
     if (deleted > 0) this.log.info({ deleted, retentionMs }, 'deleted published outbox rows past retention');
   }
+}
+
+/** Rows per topic: a counter's labels are looked up once a batch, not once a row. */
+function countByTopic(rows: readonly OutboxMessage[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.topic, (counts.get(row.topic) ?? 0) + 1);
+  return counts;
 }
 
 /** Exponential backoff with full jitter, from 250 ms up to `maxMs`. */

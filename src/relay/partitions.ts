@@ -1,14 +1,16 @@
 /**
  * Which partition, and which broker, each outbox row goes to, decided by the relay itself so that it knows
  * what each produce request carries (docs/DESIGN.md#relay-poison-rows). The partition is kafkajs's default
- * partitioner's (murmur2 of the key, as the Java client), so a key lands where any other producer puts it.
+ * partitioner's (murmur2 of the key, as the Java client; `partitionOfKey`), so a key lands where any other
+ * producer puts it.
  */
-import { Partitioners, type Kafka, type PartitionMetadata } from 'kafkajs';
+import type { Kafka, PartitionMetadata } from 'kafkajs';
 import type { Config } from '../config';
 import type { OutboxMessage } from '../db/outbox';
 import { topicRefusal, TopicRefusedError } from './refusals';
 import { TOPIC } from '../domain/names';
 import { ensureTopic } from './kafka';
+import { partitionOfKey } from './key-partition';
 
 /** Rows of one topic partition, in claim order. */
 export interface PartitionGroup {
@@ -120,16 +122,11 @@ export function groupByPartition(
   rows: readonly OutboxMessage[],
   partitions: ReadonlyMap<string, PartitionMetadata[]>,
 ): PartitionGroup[] {
-  const partitioner = Partitioners.DefaultPartitioner();
   const groups = new Map<string, PartitionGroup>();
   for (const row of rows) {
     const partitionMetadata = partitions.get(row.topic);
     if (!partitionMetadata) throw new Error(`no partitions known for topic ${row.topic}`);
-    const partition = partitioner({
-      topic: row.topic,
-      partitionMetadata,
-      message: { key: row.message_key, value: null },
-    });
+    const partition = partitionOfKey(row.message_key, partitionMetadata.length);
     const id = `${row.topic}\u0000${partition}`;
     const group = groups.get(id) ?? { topic: row.topic, partition, rows: [] };
     group.rows.push(row);

@@ -124,7 +124,8 @@ export class RelayProducer {
       // here without a request, and a message whose partition kafkajs sees on another broker is noted.
       createPartitioner: () => (args) => {
         if (gate.closed) throw new KafkaJSNonRetriableError(new ProducerAbandonedError());
-        const partition = byPartition(args);
+        // Read first: the default partitioner filters the partition list on every call before it looks.
+        const partition = args.message.partition ?? byPartition(args);
         const leader = args.partitionMetadata.find((p) => p.partitionId === partition)?.leader;
         if (leader !== this.expectedLeader.get(args.message)) this.strays.add(args.message);
         return partition;
