@@ -127,7 +127,7 @@ export function claimCtes(
      marks as (
        insert into profile.document_expiry_reminders
               (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at, queued_by)
-       select gen_random_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz,
+       select profile.time_ordered_uuid(), due.id, due.owner_user_id, due.type, t, due.expires_at, ${$.asOf}::timestamptz,
               ${$.queuedBy}::text
          from due cross join unnest(${$.thresholds}::int[]) as t
         where due.days_left <= t${ordered ? '\n        order by due.id, t' : ''}
@@ -142,7 +142,7 @@ export function claimCtes(
        insert into profile.outbox_messages
               (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
                correlation_id, trace_context, created_at)
-       select gen_random_uuid(), ${$.aggregateType}, won.owner_user_id, ${$.topic}, won.owner_user_id::text,
+       select profile.time_ordered_uuid(), ${$.aggregateType}, won.owner_user_id, ${$.topic}, won.owner_user_id::text,
               ${$.eventType}, ${$.contractVersion},
               jsonb_build_object(
                 'ownerUserId', won.owner_user_id::text,

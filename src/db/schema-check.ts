@@ -264,7 +264,10 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
 }
 
 /** Functions the worker's statements call, with the migration that creates each. */
-const WORKER_FUNCTIONS = [{ signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' }];
+const WORKER_FUNCTIONS = [
+  { signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' },
+  { signature: 'profile.time_ordered_uuid()', migration: '020' },
+];
 
 /** A function the worker calls that is missing, or that its role may not execute. */
 async function functionProblems(db: Queryable): Promise<string[]> {

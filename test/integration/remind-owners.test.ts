@@ -13,7 +13,14 @@ import { createActivities, type RemindOwnersInput, type RemindOwnersResult } fro
 import { remindOwnersInTransaction } from '../../src/db/reminders';
 import { addDays } from '../../src/domain/dates';
 import { createPool, withTransaction } from '../../src/db/pool';
-import { insertDocuments, markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
+import {
+  insertDocuments,
+  markers,
+  outbox,
+  rejectOwner,
+  remindOwnersInput,
+  seedOwnersWithTwoDocuments,
+} from '../support/data';
 import { WORKER_ROLE } from '../../src/domain/names';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
@@ -30,15 +37,7 @@ beforeAll(() => {
 });
 
 function input(ownerUserIds: string[]): RemindOwnersInput {
-  return {
-    ownerUserIds,
-    asOf: `${AS_OF_DATE}T03:00:00.000Z`,
-    asOfDate: AS_OF_DATE,
-    thresholdsDays: [30, 7, 1, 0],
-    retentionDays: 90,
-    jobRunId: 'remind-owners-test',
-    lastAttempt: LAST_ATTEMPT,
-  };
+  return remindOwnersInput(ownerUserIds, AS_OF_DATE, { jobRunId: 'remind-owners-test', lastAttempt: LAST_ATTEMPT });
 }
 
 function remindOwners(ownerUserIds: string[], attempt = 1): Promise<RemindOwnersResult> {

@@ -89,6 +89,20 @@ test("a database without migration 019's lock function is refused, naming the mi
   expect(refused).toEqual(["profile.wait_for_xact_locks(bigint[], integer): the worker's role may not execute it"]);
 });
 
+test("a database without migration 020's id function is refused, naming the migration; one the worker may not execute too", async () => {
+  const restore = readFileSync(path.join(__dirname, '../../migrations/020_time_ordered_ids.sql'), 'utf8');
+  const missing = await whileChanged('drop function profile.time_ordered_uuid()', restore, () =>
+    workerSchemaProblems(stack.db.worker),
+  );
+  expect(missing).toEqual(['profile.time_ordered_uuid() is missing: run the migrations (020 creates it)']);
+  const refused = await whileChanged(
+    'revoke execute on function profile.time_ordered_uuid() from public, expiry_reminder_worker',
+    'grant execute on function profile.time_ordered_uuid() to public, expiry_reminder_worker',
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(refused).toEqual(["profile.time_ordered_uuid(): the worker's role may not execute it"]);
+});
+
 /** Issue 28, item 1.5: the page plan's index, as the profile service may have made it before migration 001. */
 describe('the page index ix_person_documents_expires_at', () => {
   const restore = `drop index profile.ix_person_documents_expires_at;

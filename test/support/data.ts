@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { Queryable } from '../../src/db/pool';
 import { lockOwners } from '../../src/db/reminders';
 import type { OutboxMessage } from '../../src/db/outbox';
+import type { RemindOwnersInput } from '../../src/activities';
 import { insertDocuments } from '../../scripts/stack/documents';
 
 export { insertDocuments, rejectOwner } from '../../scripts/stack/documents';
@@ -90,3 +91,20 @@ export async function documentsFingerprint(db: Queryable): Promise<string> {
  * Makes every ledger insert for `ownerUserId` fail with a data exception (SQLSTATE 22023, which the
  * activities treat as permanent), so that owner fails after its retries. Returns the undo.
  */
+
+/** The owner-group activity's input for a day at 03:00 UTC with the default thresholds and retention. */
+export function remindOwnersInput(
+  ownerUserIds: string[],
+  asOfDate: string,
+  { jobRunId, lastAttempt }: { jobRunId: string; lastAttempt: number },
+): RemindOwnersInput {
+  return {
+    ownerUserIds,
+    asOf: `${asOfDate}T03:00:00.000Z`,
+    asOfDate,
+    thresholdsDays: [30, 7, 1, 0],
+    retentionDays: 90,
+    jobRunId,
+    lastAttempt,
+  };
+}

@@ -4,7 +4,8 @@ import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../sr
 
 /**
  * Inserts `rows` unpublished outbox rows (every third one with two documents, like a backlog day) with a
- * traceparent, as the owner transaction writes them, in one statement and so one commit and one NOTIFY.
+ * traceparent, as the owner transaction writes them (ids time-ordered, migration 020), in one statement and so
+ * one commit and one NOTIFY.
  * @returns the seconds the insert took.
  */
 export async function seedOutbox(admin: pg.Pool, rows: number, correlationId: string): Promise<number> {
@@ -14,7 +15,7 @@ export async function seedOutbox(admin: pg.Pool, rows: number, correlationId: st
             (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
              correlation_id, trace_context)
      with o as (select n, gen_random_uuid() as owner from generate_series(1, $1::int) as n)
-     select gen_random_uuid(), $2, o.owner, $3, o.owner::text, $4, $5,
+     select profile.time_ordered_uuid(), $2, o.owner, $3, o.owner::text, $4, $5,
             jsonb_build_object(
               'ownerUserId', o.owner::text,
               'remindedAt', now()::text,
