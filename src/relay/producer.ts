@@ -9,7 +9,6 @@ import net from 'node:net';
 import tls from 'node:tls';
 import {
   KafkaJSNonRetriableError,
-  Partitioners,
   type ISocketFactory,
   type Kafka,
   type Message,
@@ -113,7 +112,6 @@ export class RelayProducer {
   ) {
     const gate = new SocketGate(baseSocketFactory);
     this.gate = gate;
-    const byPartition = Partitioners.DefaultPartitioner();
     this.producer = createClient(gate.factory).producer({
       idempotent: true,
       // One request in flight per broker keeps each partition's order.
@@ -124,8 +122,12 @@ export class RelayProducer {
       // here without a request, and a message whose partition kafkajs sees on another broker is noted.
       createPartitioner: () => (args) => {
         if (gate.closed) throw new KafkaJSNonRetriableError(new ProducerAbandonedError());
-        // Read first: the default partitioner filters the partition list on every call before it looks.
-        const partition = args.message.partition ?? byPartition(args);
+        // `send` names every message's partition, the one the relay grouped it by (`partitionOfKey`); there
+        // is no second choice to fall back on.
+        const { partition } = args.message;
+        if (partition === undefined) {
+          throw new KafkaJSNonRetriableError(new Error('a message without a partition reached the producer'));
+        }
         const leader = args.partitionMetadata.find((p) => p.partitionId === partition)?.leader;
         if (leader !== this.expectedLeader.get(args.message)) this.strays.add(args.message);
         return partition;
