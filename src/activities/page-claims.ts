@@ -103,11 +103,24 @@ export function createPageClaims(
 ) {
   const log = logger.child({ component: 'activities' });
 
+  /** A new attempt's {@link AttemptScan}: the cutoff read at its first use (again after a failed read). */
+  function attemptScan(): AttemptScan {
+    let cutoff: Promise<string | null> | undefined;
+    return {
+      pruneCutoff: () =>
+        (cutoff ??= selectPruneCutoff(pool).catch((err: unknown) => {
+          cutoff = undefined;
+          throw err;
+        })),
+      ends: new Map(),
+    };
+  }
+
   /** Where the page before `input.page` ended, or null for the first page; refused when it was never recorded. */
-  async function previousEnd(input: ClaimPageInput): Promise<PageCursor | null> {
+  async function previousEnd(input: ClaimPageInput, scan: AttemptScan): Promise<PageCursor | null> {
     const { cycleId, page, partition } = input;
     if (page === 1) return null;
-    const after = await selectScanPosition(pool, cycleId, page - 1);
+    const after = scan.ends.get(page - 1) ?? (await selectScanPosition(pool, cycleId, page - 1));
     if (after) return after;
     throw ApplicationFailure.nonRetryable(
       `no scan position for page ${page - 1} of partition ${partition.index + 1} of ${partition.count} of cycle ` +
@@ -136,9 +149,10 @@ export function createPageClaims(
     after: PageCursor | null,
     queuedBy: string,
     attempt: number,
+    scan: AttemptScan,
   ): Promise<{ page: PageRead; first: RemindOwnersResult; rest: string[] }> {
     const range = idRanges(input.partition.count)[input.partition.index];
-    const bounds = scanBounds(input.window, await selectPruneCutoff(pool));
+    const bounds = scanBounds(input.window, await scan.pruneCutoff());
     const { page, claimed } = await withTransaction(
       pool,
       async (tx) => {
@@ -171,7 +185,12 @@ export function createPageClaims(
     );
     reportClaims(claimed.owners, input.jobRunId);
     return {
-      page: { ...page, hasNext: page.documentCount === input.batchSize },
+      page: {
+        ownerUserIds: page.ownerUserIds,
+        documentCount: page.documentCount,
+        hasNext: page.documentCount === input.batchSize,
+        end: page.end ?? undefined,
+      },
       first: summarise(claimed, [], queuedBy),
       rest: page.ownerUserIds.slice(claimed.owners.length),
     };
@@ -193,7 +212,7 @@ export function createPageClaims(
     const from = recorded.first ? { first: recorded.first } : { after };
     const { ownerUserIds, documents } = await selectPageOwners(pool, input.window, from, recorded.end, range);
     const rest = await selectCandidatePage(pool, input.window, recorded.end, 1, 1, range);
-    return { ownerUserIds, documentCount: documents, hasNext: rest.length > 0 };
+    return { ownerUserIds, documentCount: documents, hasNext: rest.length > 0, end: recorded.end };
   }
 
   /**
@@ -224,6 +243,7 @@ export function createPageClaims(
       ownerUserIds: [...new Set(rows.map((r) => r.owner_user_id))],
       documentCount: rows.length,
       hasNext: rows.length === input.batchSize,
+      end: last ? { expiresAt: last.expires_at, id: last.id } : undefined,
     };
   }
 
@@ -258,11 +278,12 @@ export function createPageClaims(
     queuedBy: string,
     attempt: number,
     seen: ReadonlySet<string>,
+    scan: AttemptScan,
   ): Promise<PageTries> {
-    const after = await previousEnd(input).catch(rethrowForTemporal);
+    const after = await previousEnd(input, scan).catch(rethrowForTemporal);
     const recorded = attempt > 1 ? await recordedPage(input) : undefined;
     if (recorded) return recordedTries(input, after, recorded, queuedBy, attempt, seen);
-    const claimed = await claimNewPage(input, after, queuedBy, attempt).catch((err: unknown) => {
+    const claimed = await claimNewPage(input, after, queuedBy, attempt, scan).catch((err: unknown) => {
       if (err instanceof PageRecordedBefore) return err;
       if (!isPermanentDatabaseError(err) && attempt < input.lastAttempt) throw toActivityFailure(err);
       log.warn(
@@ -328,9 +349,11 @@ export function createPageClaims(
     queuedBy: string,
     attempt: number,
     seen: Set<string>,
+    scan: AttemptScan,
   ): Promise<{ result: PagesResult; attempted: string[]; busy: string[] }> {
-    const { page, results, attempted } = await firstTries(input, queuedBy, attempt, seen);
+    const { page, results, attempted } = await firstTries(input, queuedBy, attempt, seen, scan);
     for (const owner of page.ownerUserIds) seen.add(owner);
+    if (page.end) scan.ends.set(input.page, page.end);
     const busy = results.flatMap((r) => r.busyOwnerIds);
     return {
       result: {
@@ -365,8 +388,9 @@ export function createPageClaims(
     // Owners found busy at a page's first try and not claimed by a later page's since, for the second try.
     const pending = new Set<string>();
     const foundBusy = new Set<string>();
+    const scan = attemptScan();
     const claimOne = async (request: ClaimPageInput): Promise<PagesResult> => {
-      const { result, attempted, busy } = await claimOnePage(request, queuedBy, attempt, seen);
+      const { result, attempted, busy } = await claimOnePage(request, queuedBy, attempt, seen, scan);
       for (const owner of attempted) pending.delete(owner);
       for (const owner of busy) {
         pending.add(owner);
@@ -426,6 +450,20 @@ interface PageRead {
   ownerUserIds: string[];
   documentCount: number;
   hasNext: boolean;
+  /** Where the page ends as recorded, the next page's start; absent when the page had no rows. */
+  end?: PageCursor;
+}
+
+/**
+ * What one attempt of `claimPage` reads once and reuses for its pages, instead of a statement of its own for
+ * each: the ledger's prune cutoff, and the end of each page it read or claimed, for the page after. Each was
+ * two autocommit round trips a page of ~7, and 2 of the ~2.7 commits a page (bench/REPORT.md). A cutoff a
+ * concurrent prune raises meanwhile only widens the pages' scan: the claim reads the cutoff again itself, in
+ * its statement, after the owner locks (docs/DESIGN.md#resolutions).
+ */
+interface AttemptScan {
+  pruneCutoff: () => Promise<string | null>;
+  ends: Map<number, PageCursor>;
 }
 
 /** What a run of pages' first tries did: a claim's result before its second try, which counts the busy owners. */

@@ -42,6 +42,8 @@ export interface ReadPage {
   /** Owners of the first group another transaction held. */
   busy: string[];
   documentCount: number;
+  /** The page's last row, where the next page starts; null when the page had none. */
+  end: PageCursor | null;
   /**
    * The page had rows but its ends were recorded before (by an earlier attempt, or another activity asked for
    * the same page): this read may differ from that one, so the caller rolls back and reads the recorded page.
@@ -61,6 +63,8 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
     locked: boolean | null;
     documents: number;
     recorded: boolean;
+    end_expires_at: string | null;
+    end_id: string | null;
   }>(
     `with page as materialized (${CANDIDATE_PAGE_SQL}),
      last_row as (select expires_at, id from page order by expires_at desc, id desc limit 1),
@@ -81,8 +85,10 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
      select r.owner_user_id,
             case when r.rank <= $14 then pg_try_advisory_xact_lock(${ownerLockKeySql('r.owner_user_id')}) end as locked,
             (select count(*)::int from page) as documents,
-            exists (select from position) as recorded
-       from ranked r
+            exists (select from position) as recorded,
+            l.expires_at as end_expires_at,
+            l.id as end_id
+       from ranked r, last_row l
       order by r.rank`,
     [...pageParams, p.cycleId, p.page, p.jobRunId, p.attempt, p.lockFirst],
   );
@@ -91,6 +97,7 @@ export async function selectAndLockPage(db: Queryable, p: PageToClaim): Promise<
     locked: rows.filter((r) => r.locked === true).map((r) => r.owner_user_id),
     busy: rows.filter((r) => r.locked === false).map((r) => r.owner_user_id),
     documentCount: rows[0]?.documents ?? 0,
+    end: rows[0]?.end_expires_at && rows[0].end_id ? { expiresAt: rows[0].end_expires_at, id: rows[0].end_id } : null,
     recordedBefore: rows.length > 0 && !rows[0].recorded,
   };
 }

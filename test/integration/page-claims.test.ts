@@ -9,10 +9,11 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
-import { selectCandidatePage } from '../../src/db/candidates';
+import { selectCandidatePage, type PageCursor } from '../../src/db/candidates';
 import { insertScanPosition, selectScanPosition } from '../../src/db/scan-positions';
 import { withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction, remindOwnersReadingBack } from '../../src/db/reminders';
+import { raisePruneCutoff, remindOwnersInTransaction, remindOwnersReadingBack } from '../../src/db/reminders';
+import { addDays } from '../../src/domain/dates';
 import { sleep } from '../support/wait';
 import { insertDocuments, markers, outbox, rejectOwner, seedOwnersWithTwoDocuments } from '../support/data';
 import { testConfig } from '../support/stack';
@@ -517,13 +518,20 @@ test('an owner busy on one page and claimed on a later page of the same activity
 });
 
 /**
- * The worker's pool, with `onQuery` called with the text of every statement sent through a client it hands
- * out, and awaited before the statement goes (it may reject it).
+ * The worker's pool, with `onQuery` called with the text of every statement sent through it or through a
+ * client it hands out, and awaited before the statement goes (it may reject it).
  */
 function observedPool(onQuery: (text: string) => Promise<void> | void): typeof stack.db.worker {
   const pool = stack.db.worker;
   return new Proxy(pool, {
     get(target, prop) {
+      if (prop === 'query') {
+        const query = target.query.bind(target) as (...args: unknown[]) => unknown;
+        return async (...args: unknown[]) => {
+          if (typeof args[0] === 'string') await onQuery(args[0]);
+          return query(...args);
+        };
+      }
       if (prop === 'connect') {
         return async () => {
           const client = await target.connect();
@@ -544,6 +552,83 @@ function observedPool(onQuery: (text: string) => Promise<void> | void): typeof s
     },
   });
 }
+
+const READS_PRUNE_CUTOFF = /^\s*select cutoff from profile\.document_expiry_reminder_prune_cutoff/i;
+const READS_SCAN_POSITION = /^\s*select expires_at, document_id, first_expires_at/i;
+
+test("an attempt's pages read the prune cutoff once and start where the page before ended, without reading it back", async () => {
+  const owners = await seedOwners(12);
+  const cycleId = crypto.randomUUID();
+  let cutoffs = 0;
+  let positions = 0;
+  const pool = observedPool((text) => {
+    if (READS_PRUNE_CUTOFF.test(text)) cutoffs += 1;
+    if (READS_SCAN_POSITION.test(text)) positions += 1;
+  });
+
+  const result = await claimPage(input(cycleId, 1, { pages: 8 }), 1, 'page-1', pool);
+
+  // Twelve 7-day documents and twelve 25-day ones, four a page: the 7-day ones and the 25-day ones of owners
+  // no earlier page claimed, then an empty page that ends the scan.
+  expect(result.pagesClaimed).toBeGreaterThanOrEqual(3);
+  expect(result).toEqual(expect.objectContaining({ ownersNotified: 12, remindersSent: 24, hasNext: false }));
+  expect(cutoffs).toBe(1);
+  expect(positions).toBe(0);
+  // The ends the pages recorded chain: each page starts after the one before, as a later activity reads them.
+  const recorded: PageCursor[] = [];
+  for (let page = 1; page <= result.pagesClaimed; page += 1) {
+    const end = await selectScanPosition(stack.db.admin, cycleId, page);
+    if (end) recorded.push(end);
+  }
+  expect(recorded.length).toBeGreaterThanOrEqual(2);
+  for (let i = 1; i < recorded.length; i += 1) {
+    const [before, after] = [recorded[i - 1], recorded[i]];
+    expect(after.expiresAt > before.expiresAt || (after.expiresAt === before.expiresAt && after.id > before.id)).toBe(
+      true,
+    );
+  }
+  expect((await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort()).toEqual([...owners].sort());
+});
+
+test("the mirror: a prune that raises the cutoff between an attempt's pages leaves the documents below it alone", async () => {
+  const seed = (daysLeft: number) =>
+    insertDocuments(
+      stack.db.admin,
+      AS_OF_DATE,
+      Array.from({ length: 4 }, () => ({ daysLeft })),
+    );
+  const expiredLongAgo = await seed(-40); // due "at 0", never reminded: page 1
+  const remindedBefore = await seed(-30); // reminded "at 0" by an earlier day: not due while their markers stand
+  await stack.db.admin.query(
+    `insert into profile.document_expiry_reminders (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
+     select gen_random_uuid(), d.id, d.owner_user_id, d.type, 0, d.expires_at, now()
+       from profile.person_documents d where d.id = any($1::uuid[])`,
+    [remindedBefore.map((d) => d.id)],
+  );
+  const dueSoon = await seed(7);
+  // A prune (a twin cycle's end) raises the cutoff above the reminded documents and deletes their markers when
+  // the attempt's second page opens its transaction: that page scans with the cutoff its first page read.
+  let claims = 0;
+  const pool = observedPool(async (text) => {
+    if (!opensClaim(text)) return;
+    claims += 1;
+    if (claims !== 2) return;
+    await raisePruneCutoff(stack.db.admin, addDays(AS_OF_DATE, -20));
+    await stack.db.admin.query('delete from profile.document_expiry_reminders where expires_at < $1::date', [
+      addDays(AS_OF_DATE, -20),
+    ]);
+  });
+
+  // A page's four owners in one transaction, so the second opens the second page.
+  const result = await claimPage(input(crypto.randomUUID(), 1, { pages: 8, ownerConcurrency: 4 }), 1, 'page-1', pool);
+
+  expect(claims).toBeGreaterThanOrEqual(3);
+  expect(result).toEqual(expect.objectContaining({ ownersNotified: 8, remindersSent: 8, hasNext: false }));
+  const reminded = (await outbox(stack.db.admin)).map((e) => e.aggregate_id).sort();
+  expect(reminded).toEqual([...expiredLongAgo, ...dueSoon].map((d) => d.ownerUserId).sort());
+  const marked = new Set((await markers(stack.db.admin)).map((m) => m.document_id));
+  for (const doc of remindedBefore) expect(marked.has(doc.id)).toBe(false);
+});
 
 /** A statement that opens a claim transaction (a read-only transaction is not one). */
 const opensClaim = (text: string) => /^BEGIN/i.test(text) && !/READ ONLY/i.test(text);
