@@ -216,15 +216,17 @@ export function partitionOfWorkflowId(workflowId: string): PartitionRef | undefi
 /** Upper bound on a cycle's partitions: each is a child workflow with its own chain of pages. */
 export const MAX_PARTITIONS = 64;
 
-/**
- * Pages a partition's `claimPage` activity claims at most by default (it also stops after about five seconds):
- * each activity and the workflow task after it cost the worker and the Temporal server about what a page's
- * claim costs PostgreSQL (bench/REPORT.md).
- */
-export const DEFAULT_PAGES_PER_CLAIM = 8;
-
 /** Upper bound on `pagesPerClaim`. */
 export const MAX_PAGES_PER_CLAIM = 64;
+
+/**
+ * Pages a partition's `claimPage` activity claims at most by default: the upper bound, so what ends an
+ * activity is its budget of about five seconds or the partition's end. Each activity and the workflow task
+ * after it cost the worker and the Temporal server about what a page's claim costs PostgreSQL
+ * (bench/REPORT.md); a default of 8 split a backlog's partitions and a steady day's into two activities each,
+ * the second after a second or less, where one fits in the budget.
+ */
+export const DEFAULT_PAGES_PER_CLAIM = 64;
 
 /**
  * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,

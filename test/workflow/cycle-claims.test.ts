@@ -78,6 +78,16 @@ test('claims the day in activities of pagesPerClaim pages, one at a time, each f
   );
 });
 
+test('without pagesPerClaim a claim asks for 64 pages, so a day whose pages fit in its five seconds is one activity', async () => {
+  // Ten pages: two activities when the default was 8.
+  const pages = Array.from({ length: 10 }, (_, i) => owners(1 + 2 * i, 2));
+  await withCycle(cycle(), { pages }, { ownerConcurrency: 6 }, async ({ handle, calls }) => {
+    const result = await handle.result();
+    expect(result).toEqual(expect.objectContaining({ status: 'completed', pages: 10, remindersSent: 20 }));
+    expect(callsOf(calls, 'claimPage').map((c) => c.input)).toEqual([expect.objectContaining({ page: 1, pages: 64 })]);
+  });
+});
+
 test('counts and logs the owners a claim reports failed; a claim that fails an attempt is retried and counted once', async () => {
   await withCycle(
     cycle(),

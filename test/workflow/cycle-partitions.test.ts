@@ -47,9 +47,9 @@ test('a big day runs as partitions over id ranges, each its own workflow; the cy
       const pageCalls = callsOf(calls, 'claimPage').map((c) => c.input as ClaimPageInput);
       expect(callsOf(calls, 'remindOwners')).toHaveLength(0);
       expect(pageCalls.map((p) => [p.partition.index, p.page, p.pages]).sort()).toEqual([
-        [0, 1, 8],
-        [1, 1, 8],
-        [2, 1, 8],
+        [0, 1, 64],
+        [1, 1, 64],
+        [2, 1, 64],
       ]);
       expect(pageCalls.every((p) => p.partition.count === 3 && p.jobRunId === handle.workflowId)).toBe(true);
       // Each partition keys its scan positions by its own first run id.
@@ -127,8 +127,8 @@ test.each([{}, { partitions: 1 }])(
         expect(childIds(events)).toEqual([]);
         const pageCalls = callsOf(calls, 'claimPage');
         expect(pageCalls.map((c) => c.input as ClaimPageInput)).toEqual([
-          expect.objectContaining({ page: 1, pages: 8, partition: { index: 0, count: 1 } }),
-          expect.objectContaining({ page: 3, pages: 8, partition: { index: 0, count: 1 } }),
+          expect.objectContaining({ page: 1, pages: 64, partition: { index: 0, count: 1 } }),
+          expect.objectContaining({ page: 3, pages: 64, partition: { index: 0, count: 1 } }),
         ]);
         // In the cycle's own run, keyed by its first run id, which its prune deletes.
         expect(new Set(pageCalls.map((c) => c.workflowRunId))).toEqual(new Set([handle.firstExecutionRunId]));
