@@ -147,7 +147,7 @@ export const SCENARIOS: Scenario[] = [
         { id: `c${crypto.randomUUID().slice(1)}`, ownerUserId: owner, daysLeft: 7 },
       ]);
       // Forty more owners, all in the first partition's id range, so that partition continues as new (its
-      // activities claim up to 8 pages of 2 each).
+      // activities claim up to 8 pages of 2 each: with the default, 64, one activity would claim them all).
       await insertDocuments(
         ctx.admin,
         AS_OF_DATE,
@@ -159,6 +159,7 @@ export const SCENARIOS: Scenario[] = [
         batchSize: 2,
         ownerGroupSize: 2,
         maxHistoryEvents: 24,
+        pagesPerClaim: 8,
       });
       const result = await handle.result();
       check(
