@@ -29,8 +29,9 @@ export interface BenchOptions {
   /** `--workers`: worker processes polling the cycle's task queue (1–8, default 1). */
   workers: number;
   /**
-   * `--warm`: run the full cycle once, unmeasured, before the measured one, so each worker process has
-   * compiled its hot code as a long-running worker has.
+   * `--warm`: run the full cycle once before the measured one (reported as the just-started workers' first
+   * cycle), so each worker process has compiled its hot code as a long-running worker has; then end the
+   * workers' database sessions, as their pools' idle timeout has by the next day's cycle.
    */
   warm: boolean;
   /** `--compare`: git revisions (comma-separated) to run the same workload for, beside the working tree (bench/compare). */
@@ -65,7 +66,8 @@ export const BENCH_USAGE = `usage: npm run bench -- [flags]
   --rows N              outbox rows of the relay workload
   --batch-size B --owner-concurrency C --owner-group-size G --partitions K --pool-size P
   --workers N           worker processes polling the cycle's task queue (1-8, default 1)
-  --warm                run the cycle once, unmeasured, before the measured one
+  --warm                run the cycle once before the measured one (reported as the worker's first
+                        cycle), then close the worker's database sessions (as a day's idle does)
   --worker dist|src     the compiled worker as deployed (default), or the sources under tsx
   --as-of YYYY-MM-DD    the day every path computes as of (default today, UTC)
   --keep-db             leave the benchmark's database on the server

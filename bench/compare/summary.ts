@@ -82,6 +82,7 @@ export function spread(values: readonly number[]): Spread {
  */
 export function pathKey(label: string): string {
   if (label === 'Temporal: full cycle') return 'temporal';
+  if (label === 'Temporal: first cycle of a just-started worker') return 'temporal first';
   if (label.startsWith('Temporal: repeat cycle after vacuum')) return 'repeat after vacuum';
   if (label.startsWith('Temporal: repeat cycle')) return 'repeat';
   if (/^A\b/.test(label)) return 'a';

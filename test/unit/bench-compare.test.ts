@@ -90,6 +90,7 @@ describe('spread', () => {
 describe('pathKey', () => {
   it('names the cycle workload paths by their --only names, and keeps any other label', () => {
     expect(pathKey('Temporal: full cycle')).toBe('temporal');
+    expect(pathKey('Temporal: first cycle of a just-started worker')).toBe('temporal first');
     expect(pathKey('Temporal: repeat cycle (nothing due)')).toBe('repeat');
     expect(pathKey('Temporal: repeat cycle after vacuum (nothing due)')).toBe('repeat after vacuum');
     expect(pathKey('A: node loop, per-owner tx')).toBe('a');
