@@ -225,8 +225,9 @@ export const MAX_PAGES_PER_CLAIM = 64;
  * after it cost the worker and the Temporal server about what a page's claim costs PostgreSQL
  * (bench/REPORT.md); a default of 8 split a backlog's partitions and a steady day's into two activities each,
  * the second after a second or less, where one fits in the budget.
+ * @alias
  */
-export const DEFAULT_PAGES_PER_CLAIM = 64;
+export const DEFAULT_PAGES_PER_CLAIM = MAX_PAGES_PER_CLAIM;
 
 /**
  * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,
