@@ -1,5 +1,6 @@
 /** Sorts database errors into permanent (fail now, a person must act) and transient (let Temporal retry). */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import { describeFailure } from '../domain/failures';
 import { redactUrl } from '../observability/redact';
 
 /**
@@ -8,6 +9,17 @@ import { redactUrl } from '../observability/redact';
  * undefined tables (42). Everything else (connection loss, serialization, timeouts) is retried.
  */
 const PERMANENT_SQLSTATE_CLASSES = new Set(['22', '23', '28', '42']);
+
+/**
+ * SQLSTATE of a claim transaction of an attempt that a later attempt of its activity has replaced (migration
+ * 021's `hold_claim_attempt`): this attempt is over, and its result would be dropped anyway.
+ */
+const ATTEMPT_OVER = 'XR001';
+
+/** True when a later attempt of the same activity has started: this one must stop, whatever it was doing. */
+export function isAttemptOver(err: unknown): boolean {
+  return (err as { code?: unknown })?.code === ATTEMPT_OVER;
+}
 
 /** True when retrying cannot help. */
 export function isPermanentDatabaseError(err: unknown): boolean {
@@ -63,16 +75,24 @@ export function isConnectionError(err: unknown, depth = 0): boolean {
 }
 
 /**
- * Wraps an error for Temporal: permanent ones become non-retryable with their SQLSTATE as the type;
- * the message never carries a connection password. An `ApplicationFailure` is returned unchanged.
+ * Wraps an error for Temporal (every activity's, through `interceptor.ts`): permanent ones become non-retryable
+ * with their SQLSTATE as the type; the message never carries a connection password. An `ApplicationFailure`
+ * and a `CancelledFailure` are returned unchanged.
  */
 export function toActivityFailure(err: unknown): Error {
-  // Already decided by the code that threw it (e.g. a missing scan position is permanent): kept as it is.
-  if (err instanceof ApplicationFailure) return err;
+  // Already decided by the code that threw it (e.g. a missing scan position is permanent), or the activity's
+  // cancellation, which the SDK reports as such: kept as it is.
+  if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
   const e = err as Error & { code?: string };
   const message = redactUrl(e?.message ?? String(err));
   if (isPermanentDatabaseError(err)) {
     return ApplicationFailure.nonRetryable(message, `PostgresError:${e.code}`);
   }
+  if (isAttemptOver(err)) return ApplicationFailure.nonRetryable(message, 'AttemptOver');
   return ApplicationFailure.retryable(message, e?.code ? `PostgresError:${e.code}` : (e?.name ?? 'Error'));
+}
+
+/** An error in words for a log line or an owner's `failed` entry: as Temporal would get it, without secrets. */
+export function describeError(err: unknown): string {
+  return describeFailure(toActivityFailure(err));
 }

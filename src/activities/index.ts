@@ -6,16 +6,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { partitionCount, pruneCutoffFor, type CycleSettings } from '../domain/cycle';
 import { resolveCycleSettings as resolveSettings } from '../domain/cycle-input';
 import { countDueDocumentsUpTo, type CandidateWindow } from '../db/candidates';
-import { deleteScanPositions } from '../db/scan-positions';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../db/reminders';
-import { toActivityFailure } from './errors';
+import { createClaimActivities } from './claim';
+import { deleteClaimRecords } from './claim/sql/pages';
 import type { ActivityDeps } from './deps';
-import { createOwnerClaims } from './owner-groups';
-import { createPageClaims } from './page-claims';
 
 export type { ActivityDeps } from './deps';
-export type { RemindOwnersInput, RemindOwnersResult } from './owner-groups';
-export type { ClaimPageInput, ClaimPageResult } from './page-claims';
+export type { ClaimPageInput, ClaimPageResult, RemindOwnersInput, RemindOwnersResult } from './claim';
+export { activityFailures } from './interceptor';
 
 /** What {@link PlanPartitionsInput} asks: how to split the day of `window`. */
 export interface PlanPartitionsInput {
@@ -38,22 +36,23 @@ export interface PruneInput {
   asOfDate: string;
   retentionDays: number;
   /**
-   * The first run id of the cycle whose scan positions go too (with any older than
-   * {@link STALE_SCAN_POSITION_DAYS}); named `cycleId`, as in `ClaimPageInput`, because activity inputs are
+   * The first run id of the cycle whose claims' records (pages, receipts, attempts) go too, with any older than
+   * {@link STALE_CLAIM_RECORD_DAYS}; named `cycleId`, as in `ClaimPageInput`, because activity inputs are
    * recorded in history.
    */
   cycleId?: string;
-  /** The first run ids of the cycle's partitions, whose scan positions go too. */
+  /** The first run ids of the cycle's partitions, whose claims' records go too. */
   partitionIds?: string[];
   /** Rows per delete statement (each its own transaction). */
   chunkSize?: number;
 }
 
-/** Builds the activity implementations around the worker's pool, logger and configuration. */
+/**
+ * Builds the activity implementations around the worker's pool, logger and configuration. What they throw is
+ * converted for Temporal by the worker's {@link activityFailures} interceptor.
+ */
 export function createActivities({ pool, logger, config, metrics }: ActivityDeps) {
-  const groupClaims = createOwnerClaims({ pool, logger, metrics });
-  const { remindOwners } = groupClaims;
-  const claimPage = createPageClaims({ pool, logger }, groupClaims);
+  const { claimPage, remindOwners } = createClaimActivities({ pool, logger, metrics });
   return {
     /**
      * Fixes the cycle's settings: the worker's configuration overridden by the run's input, validated;
@@ -88,12 +87,8 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
      */
     async planPartitions(input: PlanPartitionsInput): Promise<PartitionPlan> {
       const { max, size } = config.partitions;
-      try {
-        const due = await countDueDocumentsUpTo(pool, input.window, max * size, config.scanSlices);
-        return { due, partitions: partitionCount(due, max, size), max, size };
-      } catch (err) {
-        throw toActivityFailure(err);
-      }
+      const due = await countDueDocumentsUpTo(pool, input.window, max * size, config.scanSlices);
+      return { due, partitions: partitionCount(due, max, size), max, size };
     },
 
     remindOwners,
@@ -114,27 +109,22 @@ export function createActivities({ pool, logger, config, metrics }: ActivityDeps
       }
       const chunk = input.chunkSize ?? 5_000;
       let total = 0;
-      try {
-        await raisePruneCutoff(pool, cutoff);
-        for (;;) {
-          const deleted = await deleteExpiredMarkers(pool, cutoff, chunk);
-          total += deleted;
-          Context.current().heartbeat({ pruned: total });
-          if (deleted < chunk) break;
-        }
-        for (const id of [input.cycleId, ...(input.partitionIds ?? [])]) {
-          if (id) await deleteScanPositions(pool, id, STALE_SCAN_POSITION_DAYS);
-        }
-        return total;
-      } catch (err) {
-        throw toActivityFailure(err);
+      await raisePruneCutoff(pool, cutoff);
+      for (;;) {
+        const deleted = await deleteExpiredMarkers(pool, cutoff, chunk);
+        total += deleted;
+        Context.current().heartbeat({ pruned: total });
+        if (deleted < chunk) break;
       }
+      const cycles = [input.cycleId, ...(input.partitionIds ?? [])].filter((id): id is string => Boolean(id));
+      await deleteClaimRecords(pool, cycles, STALE_CLAIM_RECORD_DAYS);
+      return total;
     },
   };
 }
 
-/** Scan positions of cycles that never finished (cancelled, terminated) are deleted after this many days. */
-const STALE_SCAN_POSITION_DAYS = 2;
+/** Claims' records of cycles that never finished (cancelled, terminated) are deleted after this many days. */
+const STALE_CLAIM_RECORD_DAYS = 2;
 
 /** The activity interface the workflow proxies (types only cross into workflow code). */
 export type Activities = ReturnType<typeof createActivities>;

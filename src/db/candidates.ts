@@ -156,7 +156,7 @@ function pagePlanSettings(value: 'off' | 'DEFAULT'): string[] {
 }
 
 /**
- * How a page claim's transaction opens (`src/db/page-claim.ts`): read-write, with the page plan pinned for
+ * How a page claim's transaction opens (`src/activities/claim/page.ts`): read-write, with the page plan pinned for
  * its first statement; {@link PAGE_PLAN_UNPIN} gives the claim after it the planner's own choices back.
  */
 export const PAGE_CLAIM_BEGIN = ['BEGIN ISOLATION LEVEL READ COMMITTED', ...pagePlanSettings('off')].join('; ');
@@ -235,52 +235,6 @@ export async function selectCandidatePage(
     .sort((x, y) => compareKeys(x.expires_at, x.id, y.expires_at, y.id))
     .slice(0, limit);
 }
-
-/**
- * The owners of the documents in the window whose keys lie between `from` and `through` (inclusive) and whose
- * ids lie in `range`, in scan order, each once, and how many documents that is: a page read before, found
- * again by its bounds. `from` is the page's recorded first row, or, for a page recorded without it, the end
- * of the page before (exclusive; null: the window's start). Unlike the page statement it does not leave out
- * reminded documents, so a retry finds the owners that an earlier attempt of the page claimed (their
- * documents are reminded now) and reads back what it queued; an owner whose documents in the range were
- * reminded before is claimed again and finds nothing due.
- */
-export async function selectPageOwners(
-  db: Queryable,
-  window: CandidateWindow,
-  from: { first: PageCursor } | { after: PageCursor | null },
-  through: PageCursor,
-  range: IdRange = [NIL_UUID, null],
-): Promise<{ ownerUserIds: string[]; documents: number }> {
-  const bounds = scanBounds(window, await selectPruneCutoff(db));
-  const [start, sql] =
-    'first' in from ? [from.first, PAGE_OWNERS_FROM_FIRST_SQL] : [scanStart(bounds, from.after), PAGE_OWNERS_AFTER_SQL];
-  const { rows } = await inPagePlan(db, (q) =>
-    q.query<{ owner_user_id: string }>(sql, [
-      bounds.from,
-      bounds.to,
-      start.expiresAt,
-      start.id,
-      through.expiresAt,
-      through.id,
-      range[0],
-      range[1],
-    ]),
-  );
-  return { ownerUserIds: [...new Set(rows.map((r) => r.owner_user_id))], documents: rows.length };
-}
-
-/** {@link selectPageOwners}' statement: the page statement's walk of the index, between two keys. */
-const pageOwnersSql = (lower: '>' | '>=') => `select d.owner_user_id
-       from profile.person_documents d
-      where ${windowSql('d', '$1::date', '$2::date')}
-        and (d.expires_at, d.id) ${lower} ($3::date, $4::uuid)
-        and (d.expires_at, d.id) <= ($5::date, $6::uuid)
-        and d.id >= $7::uuid
-        and ($8::uuid is null or d.id < $8::uuid)
-      order by d.expires_at, d.id`;
-const PAGE_OWNERS_FROM_FIRST_SQL = pageOwnersSql('>=');
-const PAGE_OWNERS_AFTER_SQL = pageOwnersSql('>');
 
 /** `[from, until)` of the UUID space; `until` null: to the end. */
 export type IdRange = [string, string | null];

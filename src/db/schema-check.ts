@@ -21,11 +21,12 @@ const TYPE_NAMES = {
   boolean: ['boolean'],
   timestamptz: ['timestamp with time zone'],
   jsonb: ['jsonb'],
+  uuidArray: ['ARRAY'],
 } as const satisfies Record<string, readonly string[]>;
 
 type ColumnType = keyof typeof TYPE_NAMES;
 
-/** One table of the contract (migrations 001–011, docs/DESIGN.md#tables), and how a role uses it. */
+/** One table of the contract (migrations 001–021, docs/DESIGN.md#tables), and how a role uses it. */
 interface ExpectedTable {
   /** In schema `profile`. */
   table: string;
@@ -118,9 +119,35 @@ const WORKER_TABLES: readonly ExpectedTable[] = [
       document_id: 'uuid',
       attempt: 'integer',
       created_at: 'timestamptz',
-      first_expires_at: 'date',
-      first_document_id: 'uuid',
+      documents: 'integer',
+      owners: 'integer',
+      later_owner_ids: 'uuidArray',
+      queued_by: 'text',
     },
+  },
+  {
+    table: 'document_expiry_reminder_claim_receipts',
+    access: 'read',
+    columns: {
+      cycle_id: 'uuid',
+      queued_by: 'text',
+      part: 'text',
+      attempt: 'integer',
+      owners_processed: 'integer',
+      owners_notified: 'integer',
+      reminders_sent: 'integer',
+      markers_inserted: 'integer',
+      skipped_already_marked: 'integer',
+      owner_ids: 'uuidArray',
+      busy_owner_ids: 'uuidArray',
+      cleared_owner_ids: 'uuidArray',
+      created_at: 'timestamptz',
+    },
+  },
+  {
+    table: 'document_expiry_reminder_claim_attempts',
+    access: 'read',
+    columns: { cycle_id: 'uuid', queued_by: 'text', attempt: 'integer', started_at: 'timestamptz' },
   },
   {
     table: 'outbox_messages',
@@ -267,6 +294,7 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
 const WORKER_FUNCTIONS = [
   { signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' },
   { signature: 'profile.time_ordered_uuid()', migration: '020' },
+  { signature: 'profile.hold_claim_attempt(uuid, text, integer)', migration: '021' },
 ];
 
 /** A function the worker calls that is missing, or that its role may not execute. */

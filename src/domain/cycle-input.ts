@@ -59,12 +59,6 @@ export function defaultAsOf(actionTime: Date | undefined, start: Date): Date {
 /** The longest retention a run may carry (the bound of `REMINDER_RETENTION_DAYS`). */
 const MAX_RETENTION_DAYS = 36_500;
 
-/**
- * The `queuedBy` keys a cycle keeps per busy owner (the first ones: the activities whose earlier attempts
- * may still hold it); a busy retry window of hours finds an owner busy no more often than this.
- */
-export const MAX_QUEUED_BY_PER_OWNER = 32;
-
 /** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
 export const MAX_CARRIED_BUSY_OWNERS = 10_000;
 
@@ -242,9 +236,7 @@ export function pageHistoryProblems(
 const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
 /** Continuation fields that runs of older versions did not write. */
-const OPTIONAL_CONTINUATION_FIELDS = ['busyQueuedBy', 'busyRetry'];
-/** A `queuedBy` key: `<run id>/<activity id>` (or the workflow type for an activity outside a workflow). */
-const MAX_QUEUED_BY_LENGTH = 200;
+const OPTIONAL_CONTINUATION_FIELDS = ['busyRetry'];
 const OPTIONAL_INPUT_SETTINGS: readonly string[] = ['partitions', 'pagesPerClaim'];
 const SETTINGS_FIELDS = [
   'asOf',
@@ -341,7 +333,6 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
       `continuation.busyOwnerIds: expected an array of at most ${MAX_CARRIED_BUSY_OWNERS} lower-case owner uuids`,
     );
   }
-  problems.push(...busyQueuedByProblems(c.busyQueuedBy, Array.isArray(busy) ? busy : []));
   problems.push(...busyRetryProblems(c.busyRetry, Array.isArray(busy) ? busy.length : 0));
   return problems;
 }
@@ -362,27 +353,6 @@ function busyRetryProblems(value: unknown, busyOwnerCount: number): string[] {
       ? []
       : wholeNumberProblem('continuation.busyRetry.pending', r.pending, 1, busyOwnerCount)),
   ];
-}
-
-/** `busyQueuedBy`, when present: for owners of `busyOwnerIds` only, a few `queuedBy` keys each. */
-function busyQueuedByProblems(value: unknown, busyOwnerIds: unknown[]): string[] {
-  if (value === undefined) return [];
-  const ok =
-    isPlainObject(value) &&
-    Object.entries(value).every(
-      ([owner, keys]) =>
-        busyOwnerIds.includes(owner) &&
-        Array.isArray(keys) &&
-        keys.length >= 1 &&
-        keys.length <= MAX_QUEUED_BY_PER_OWNER &&
-        keys.every((k) => typeof k === 'string' && k.length > 0 && k.length <= MAX_QUEUED_BY_LENGTH),
-    );
-  return ok
-    ? []
-    : [
-        `continuation.busyQueuedBy: expected an object from owners of busyOwnerIds to 1 to ${MAX_QUEUED_BY_PER_OWNER} queuedBy keys ` +
-          `(strings of at most ${MAX_QUEUED_BY_LENGTH} characters)`,
-      ];
 }
 
 /**

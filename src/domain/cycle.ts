@@ -102,11 +102,6 @@ export interface CycleContinuation {
   /** Owners found busy and not yet retried. */
   busyOwnerIds: string[];
   /**
-   * For busy owners, the `queuedBy` of each activity that found them busy, whose earlier attempt may have
-   * been the transaction holding them; their retry reads back what it queued. Absent in older runs.
-   */
-  busyQueuedBy?: Record<string, string[]>;
-  /**
    * Set when a run handed over in the middle of its busy-owner retries, its history nearly full: the scan is
    * done, and the next run goes on with the rounds where this one stopped. Absent otherwise.
    */

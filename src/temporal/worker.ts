@@ -18,7 +18,7 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import type pg from 'pg';
-import { createActivities } from '../activities';
+import { activityFailures, createActivities } from '../activities';
 import type { Config, WorkerVersion } from '../config';
 import type { Logger } from '../observability/logger';
 import { recordCycleEnded, type WorkerMetrics } from '../observability/metrics';
@@ -120,6 +120,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
           outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
         }),
+        // Inside the span's interceptor, so the span records the failure Temporal gets.
+        activityFailures,
       ],
     },
     activities: createActivities({ pool, logger, config, metrics }),

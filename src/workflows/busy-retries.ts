@@ -15,7 +15,6 @@ import {
   type CycleSettings,
   type CycleStatus,
 } from '../domain/cycle';
-import { MAX_QUEUED_BY_PER_OWNER } from '../domain/cycle-input';
 import { describeFailure } from '../domain/failures';
 import type { CycleSinks } from './sinks';
 
@@ -45,8 +44,6 @@ const BUSY_RETRY_MAX_MS = 30_000;
 /** What a claim reports of its owners beyond counts: who was busy, and who failed for good. */
 export interface ClaimReport extends ClaimTally {
   busyOwnerIds: string[];
-  /** This claim's key, when an owner was busy: one of its earlier attempts may have held that owner. */
-  busyQueuedBy?: string;
   failed: { ownerUserId: string; error: string }[];
 }
 
@@ -113,55 +110,39 @@ export async function retryBusyOwners(
 }
 
 /**
- * The run's busy owners (each with the `queuedBy` of the claims that found it busy), and their retries:
- * groups of `ownerGroupSize`, at most `ownerConcurrency / ownerGroupSize` group activities in flight. An
- * owner a claim reports failed (after its retries and isolation) is counted and logged; so is every owner
- * of a group whose activity failed as a whole.
+ * The run's busy owners, and their retries: groups of `ownerGroupSize`, at most `ownerConcurrency /
+ * ownerGroupSize` group activities in flight. An owner a claim reports failed (after its retries and
+ * isolation) is counted and logged; so is every owner of a group whose activity failed as a whole. A retried
+ * group counts only what it claims: the transaction that held an owner belongs to another activity, which
+ * counts its own (an activity's later attempt never runs beside its earlier one: docs/DESIGN.md#a-retry).
  */
 export class BusyOwners {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly size: number;
   private readonly activities: number;
   private busy: string[];
-  /**
-   * For each busy owner, the `queuedBy` of every activity that found it busy: one of their earlier attempts
-   * may have been the transaction holding it, so its retry reads back what they queued.
-   */
-  private readonly busyQueuedBy = new Map<string, Set<string>>();
 
   /**
    * `eager`: whether a group may run on the worker that schedules it (no trip through matching): a small
    * day in the cycle's own run keeps it; a partition's groups go through matching (docs/DESIGN.md#partitions).
    */
+  /** @param cycleId the run chain's first run id, which keys the retries' receipts with their activities'. */
   constructor(
     private readonly settings: CycleSettings,
     private readonly jobRunId: string,
+    private readonly cycleId: string,
     private readonly counts: CycleCounts,
     private readonly progress: () => void,
     private readonly eager: boolean,
     carriedBusy: string[],
-    carriedBusyQueuedBy: Record<string, string[]> = {},
   ) {
     ({ size: this.size, activities: this.activities } = ownerGroups(settings));
     this.busy = [...carriedBusy];
-    for (const [owner, keys] of Object.entries(carriedBusyQueuedBy)) this.busyQueuedBy.set(owner, new Set(keys));
-  }
-
-  /**
-   * The `queuedBy` keys of the activities that found `ownerUserIds` busy (for a retry, or a continuation to
-   * carry); undefined when none of them has one.
-   */
-  queuedByOf(ownerUserIds: string[]): Record<string, string[]> | undefined {
-    const entries = ownerUserIds.flatMap((id) => {
-      const keys = this.busyQueuedBy.get(id);
-      return keys ? [[id, [...keys]] as [string, string[]]] : [];
-    });
-    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
   }
 
   /**
    * Adds what a claim reported to the counts (with `scan`: its pages, documents and owners found busy for
-   * the first time), logs its failed owners, and keeps its busy owners, with its `queuedBy`, for the retries.
+   * the first time), logs its failed owners, and keeps its busy owners for the retries.
    */
   record(r: ClaimReport, scan: Partial<Pick<CycleCounts, 'pages' | 'documentsSeen' | 'ownersBusy'>>): void {
     addCounts(this.counts, claimCounts(r, scan));
@@ -170,13 +151,6 @@ export class BusyOwners {
       log.warn('owner failed', { jobRunId: this.jobRunId, ownerUserId: f.ownerUserId, error: f.error });
     }
     this.busy.push(...r.busyOwnerIds);
-    if (r.busyQueuedBy) {
-      for (const id of r.busyOwnerIds) {
-        const keys = this.busyQueuedBy.get(id) ?? new Set<string>();
-        if (keys.size < MAX_QUEUED_BY_PER_OWNER) keys.add(r.busyQueuedBy);
-        this.busyQueuedBy.set(id, keys);
-      }
-    }
   }
 
   /**
@@ -258,7 +232,6 @@ export class BusyOwners {
       ownerUserIds.length === 1
         ? `owner ${first}`
         : `${ownerUserIds.length} owners, ${first} … ${ownerUserIds[ownerUserIds.length - 1]}`;
-    const earlier = this.queuedByOf(ownerUserIds);
     const run: Promise<void> = CancellationScope.nonCancellable(() =>
       // The summary (ids only) names the activity in the Web UI's timeline.
       remindOwners.executeWithOptions(
@@ -271,8 +244,8 @@ export class BusyOwners {
             thresholdsDays: settings.thresholdsDays,
             retentionDays: settings.retentionDays,
             jobRunId,
+            cycleId: this.cycleId,
             lastAttempt: OWNER_GROUP_ACTIVITY.retry.maximumAttempts,
-            ...(earlier ? { earlierQueuedBy: earlier } : {}),
           },
         ],
       ),

@@ -85,14 +85,15 @@ export function runState(
   const stopReason = (): CycleStatus | undefined =>
     cancelled ? 'cancelled' : Date.now() >= deadline ? 'time-limit' : undefined;
   const progress = () => setCurrentDetails(`Running · ${progressLine(run)}`);
+  const firstRunId = workflowInfo().firstExecutionRunId;
   const run: CycleRun = {
     jobRunId,
-    firstRunId: workflowInfo().firstExecutionRunId,
+    firstRunId,
     settings,
     state,
     counts,
     scheduledAt,
-    busy: new BusyOwners(settings, jobRunId, counts, progress, eager, state.busyOwnerIds, state.busyQueuedBy),
+    busy: new BusyOwners(settings, jobRunId, firstRunId, counts, progress, eager, state.busyOwnerIds),
     stopReason,
     cancelRequested,
     progress,
@@ -127,16 +128,12 @@ export async function continueAsNextRun(run: CycleRun, busyRetry?: BusyRetryStat
   if (stopped) return stopped;
   const busyOwnerIds = busy.take();
   busy.failNotCarried(busyOwnerIds.slice(MAX_CARRIED_BUSY_OWNERS), MAX_CARRIED_BUSY_OWNERS);
-  const carried = busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS);
-  const busyQueuedBy = busy.queuedByOf(carried);
   return run.continueAs({
     settings,
     startedAtMs: state.startedAtMs,
     counts,
     runs: state.runs + 1,
-    busyOwnerIds: carried,
-    // Absent when no carried owner has a key: the continuation keeps the older shape.
-    ...(busyQueuedBy ? { busyQueuedBy } : {}),
+    busyOwnerIds: busyOwnerIds.slice(0, MAX_CARRIED_BUSY_OWNERS),
     ...(busyRetry ? { busyRetry } : {}),
   });
 }

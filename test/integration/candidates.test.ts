@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { currentThresholdSql, idRanges, selectCandidatePage } from '../../src/db/candidates';
 import { withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { claimOwners } from '../support/claims';
 import { currentThreshold } from '../../src/domain/thresholds';
 import { insertDocuments } from '../support/data';
 import { resetData } from '../support/stack';
@@ -58,7 +58,7 @@ test('a page scanned in slices is the page scanned whole, page after page, with 
     `select owner_user_id from profile.person_documents order by id limit 60`,
   );
   await withTransaction(stack.db.worker, (tx) =>
-    remindOwnersInTransaction(tx, {
+    claimOwners(tx, {
       ...WINDOW,
       ownerUserIds: some.map((r) => r.owner_user_id),
       asOf: `${AS_OF_DATE}T03:00:00Z`,

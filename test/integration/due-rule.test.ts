@@ -7,7 +7,8 @@
 import crypto from 'node:crypto';
 import { countDueDocuments, selectCandidatePage, type CandidateWindow } from '../../src/db/candidates';
 import { withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction, deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
+import { deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
+import { claimOwners } from '../support/claims';
 import { crossedThresholds, currentThreshold } from '../../src/domain/thresholds';
 import { addDays, daysBetween } from '../../src/domain/dates';
 import { previewCycle } from '../../src/operations/cycles';
@@ -125,7 +126,7 @@ seeded(
 
       // The cycle: claim the scanned owners, then prune.
       const claims = await withTransaction(stack.db.worker, (tx) =>
-        remindOwnersInTransaction(tx, {
+        claimOwners(tx, {
           ...window,
           ownerUserIds: scan.owners,
           asOf: `${asOfDate}T03:00:00.000Z`,
@@ -184,7 +185,7 @@ seeded(
       };
       const scan = await scanOwners(window, 7);
       const claims = await withTransaction(stack.db.worker, (tx) =>
-        remindOwnersInTransaction(tx, {
+        claimOwners(tx, {
           ...window,
           ownerUserIds: scan.owners,
           asOf: `${asOfDate}T03:00:00.000Z`,

@@ -8,7 +8,8 @@ import crypto from 'node:crypto';
 import pg from 'pg';
 import { claimUnpublished, markPublished, type OutboxMessage } from '../../src/db/outbox';
 import { withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction, type RemindOwnersParams } from '../../src/db/reminders';
+import type { ClaimParams } from '../../src/activities/claim/sql/claim-owners';
+import { claimOwners } from '../support/claims';
 import { insertDocuments } from '../support/data';
 import { useIntegration } from '../support/harness';
 import { testRelay } from '../support/relay';
@@ -18,7 +19,7 @@ const AS_OF_DATE = '2026-09-02';
 
 const stack = useIntegration('outbox-commit-order', { relayPoolSize: 4 });
 
-const params = (ownerUserId: string, jobRunId: string): RemindOwnersParams => ({
+const params = (ownerUserId: string, jobRunId: string): ClaimParams => ({
   ownerUserIds: [ownerUserId],
   asOf: `${AS_OF_DATE}T03:00:00.000Z`,
   asOfDate: AS_OF_DATE,
@@ -56,12 +57,12 @@ async function earlyBeganLateCommitted(ownerUserId: string, between: () => Promi
     // it asks for the owner's lock.
     await early.query('select now()');
     await sleep(20);
-    await withTransaction(stack.db.worker, (late) => remindOwnersInTransaction(late, params(ownerUserId, 'late')));
+    await withTransaction(stack.db.worker, (late) => claimOwners(late, params(ownerUserId, 'late')));
     await between();
     await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId, daysLeft: 0 }]);
     const {
       owners: [claim],
-    } = await remindOwnersInTransaction(early, params(ownerUserId, 'early'));
+    } = await claimOwners(early, params(ownerUserId, 'early'));
     expect({ busy: claim.busy, won: claim.won.length }).toEqual({ busy: false, won: 1 });
     await early.query('commit');
     return ['late', 'early'];
@@ -142,9 +143,9 @@ test("the topic holds a key's events in the order their transactions committed",
 test('the mirror: transactions that begin and commit in the same order keep that order', async () => {
   const ownerUserId = crypto.randomUUID();
   await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId, daysLeft: 7 }]);
-  await withTransaction(stack.db.worker, (tx) => remindOwnersInTransaction(tx, params(ownerUserId, 'first')));
+  await withTransaction(stack.db.worker, (tx) => claimOwners(tx, params(ownerUserId, 'first')));
   await insertDocuments(stack.db.admin, AS_OF_DATE, [{ ownerUserId, daysLeft: 0 }]);
-  await withTransaction(stack.db.worker, (tx) => remindOwnersInTransaction(tx, params(ownerUserId, 'second')));
+  await withTransaction(stack.db.worker, (tx) => claimOwners(tx, params(ownerUserId, 'second')));
 
   const { rows } = await stack.db.admin.query<{ correlation_id: string }>(
     'select correlation_id from profile.outbox_messages where message_key = $1 order by created_at, id',

@@ -6,7 +6,7 @@
  * for 250 owners over a 100k-document window, and growing with the window (bench/REPORT-HISTORY.md, "The owner
  * statement's plan").
  */
-import { explainClaimLockedOwners } from '../../src/db/reminders';
+import { explainClaimLockedOwners } from '../../src/activities/claim/sql/claim-owners';
 import { useIntegration } from '../support/harness';
 
 const stack = useIntegration('owner-claim-plan', { resetEachTest: false });

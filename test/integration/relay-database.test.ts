@@ -8,7 +8,7 @@ import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config';
 import { OUTBOX_CHANNEL } from '../../src/db/outbox';
 import { createPool, withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { claimOwners } from '../support/claims';
 import { relaySchemaProblems } from '../../src/db/schema-check';
 import { relaySessionLimits } from '../../src/relay/session';
 import { insertDocuments } from '../support/data';
@@ -24,7 +24,7 @@ const stack = useIntegration('relay-database', { resetEachTest: false });
 /** The worker's owner statement for one owner, in its own transaction, as the `remindOwners` activity runs it. */
 function ownerStatement(ownerUserId: string) {
   return withTransaction(stack.db.worker, (tx) =>
-    remindOwnersInTransaction(tx, {
+    claimOwners(tx, {
       ownerUserIds: [ownerUserId],
       asOfDate: AS_OF,
       thresholdsDays: [30, 7, 1, 0],

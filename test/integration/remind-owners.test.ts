@@ -1,16 +1,18 @@
 /**
  * The owner-group activity (`remindOwners`) on a real PostgreSQL, run in the SDK's activity context
  * with a chosen attempt number: one statement and one transaction for the whole group, a busy owner
- * left alone, and what a failing owner does to the others on early attempts and on the last one.
+ * left alone, what a failing owner does to the others on early attempts and on the last one, and a retry
+ * that meets its earlier attempt between any two of its statements.
  */
 import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
 import pino from 'pino';
 import { createActivities, type RemindOwnersInput, type RemindOwnersResult } from '../../src/activities';
-import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { holdAttemptSql, raiseAttempt } from '../../src/activities/claim/sql/attempts';
+import { claimLockedOwners } from '../../src/activities/claim/sql/claim-owners';
+import { lockFreeOwners } from '../../src/activities/claim/sql/lock-owners';
 import { addDays } from '../../src/domain/dates';
 import { createPool, withTransaction } from '../../src/db/pool';
 import {
@@ -23,6 +25,7 @@ import {
 } from '../support/data';
 import { WORKER_ROLE } from '../../src/domain/names';
 import { testConfig } from '../support/stack';
+import { claimOwners, runActivity } from '../support/claims';
 import { useIntegration } from '../support/harness';
 import { sleep } from '../support/wait';
 
@@ -36,12 +39,22 @@ beforeAll(() => {
   activities = createActivities({ pool: stack.db.worker, logger: pino({ level: 'silent' }), config: testConfig() });
 });
 
+/** The partition of every group here: the groups' receipts are keyed by it and by their activity. */
+let cycleId = crypto.randomUUID();
+beforeEach(() => {
+  cycleId = crypto.randomUUID();
+});
+
 function input(ownerUserIds: string[]): RemindOwnersInput {
-  return remindOwnersInput(ownerUserIds, AS_OF_DATE, { jobRunId: 'remind-owners-test', lastAttempt: LAST_ATTEMPT });
+  return remindOwnersInput(ownerUserIds, AS_OF_DATE, {
+    jobRunId: 'remind-owners-test',
+    lastAttempt: LAST_ATTEMPT,
+    cycleId,
+  });
 }
 
 function remindOwners(ownerUserIds: string[], attempt = 1): Promise<RemindOwnersResult> {
-  return new MockActivityEnvironment({ attempt }).run(activities.remindOwners, input(ownerUserIds));
+  return runActivity(activities.remindOwners, input(ownerUserIds), { attempt });
 }
 
 const seedOwners = (n: number) => seedOwnersWithTwoDocuments(stack.db.admin, AS_OF_DATE, n);
@@ -85,7 +98,7 @@ test('an owner another transaction holds is reported busy by id and left alone (
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const claim = await remindOwnersInTransaction(client, { ...input([held]), ownerUserIds: [held] });
+    const claim = await claimOwners(client, { ...input([held]), ownerUserIds: [held] });
     expect(claim).toEqual(expect.objectContaining({ owners: [expect.objectContaining({ busy: false })], due: 2 }));
 
     const result = await remindOwners([held, ...others]);
@@ -112,7 +125,7 @@ test("a claim of several owners reports each one's won documents in event order,
     docs.find((d) => d.ownerUserId === owner && d.expiresAt === addDays(AS_OF_DATE, daysLeft))!.id;
 
   const claimed = await withTransaction(stack.db.worker, (tx) =>
-    remindOwnersInTransaction(tx, { ...input([c, a, b]), ownerUserIds: [c, a, b] }),
+    claimOwners(tx, { ...input([c, a, b]), ownerUserIds: [c, a, b] }),
   );
 
   expect(
@@ -144,7 +157,7 @@ test('the same owner twice in one group is claimed once', async () => {
   const [owner] = await seedOwners(1);
 
   const claims = await withTransaction(stack.db.worker, (tx) =>
-    remindOwnersInTransaction(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
+    claimOwners(tx, { ...input([owner, owner]), ownerUserIds: [owner, owner] }),
   );
 
   expect(claims.owners).toHaveLength(1);
@@ -206,24 +219,24 @@ test('a permanent error isolates the owners at once, on the first attempt', asyn
   }
 });
 
-test('on the last attempt with the database unreachable, the group reports every owner at once instead of trying each', async () => {
+test('on the last attempt with the database unreachable, the group fails at once: its attempt cannot start, so it tries no owner', async () => {
   const unreachable = createPool({ connectionString: 'postgres://nobody:secret@127.0.0.1:1/none', max: 2 });
   try {
     const offline = createActivities({ pool: unreachable, logger: pino({ level: 'silent' }), config: testConfig() });
     const owners = Array.from({ length: 50 }, () => crypto.randomUUID());
     const started = Date.now();
 
-    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(
-      offline.remindOwners,
-      input(owners),
+    const err = await runActivity(offline.remindOwners, input(owners), { attempt: LAST_ATTEMPT }).catch(
+      (e: unknown) => e as ApplicationFailure,
     );
 
-    // The first owner gets its three quick tries (0.2 s + 0.8 s apart); the other 49 none.
+    // Retryable, as a database outage is: the workflow counts the group's owners failed (busy-retries.ts).
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(result.ownersProcessed).toBe(0);
-    expect(result.failed.map((f) => f.ownerUserId)).toEqual(owners);
-    expect(new Set(result.failed.map((f) => f.error))).toEqual(new Set([expect.stringContaining('ECONNREFUSED')]));
-    expect(JSON.stringify(result)).not.toContain('secret');
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err).toEqual(
+      expect.objectContaining({ nonRetryable: false, message: expect.stringContaining('ECONNREFUSED') }),
+    );
+    expect(JSON.stringify(err)).not.toContain('secret');
   } finally {
     await unreachable.end();
   }
@@ -232,8 +245,15 @@ test('on the last attempt with the database unreachable, the group reports every
 test('on the last attempt with every client of the pool busy, a checkout timeout is not an unreachable database: the other owners are still tried', async () => {
   const owners = await seedOwners(3);
   const full = createPool({ connectionString: stack.db.workerUrl, max: 1, connectTimeoutMs: 150 });
-  // Another activity of the worker holds the pool's only client until the first owner has failed.
-  const other = await full.connect();
+  // Another activity of the worker takes the pool's only client once this attempt has started (raised its
+  // attempt and read its receipts: two checkouts), and holds it until the first owner has failed.
+  let checkouts = 0;
+  let other: pg.PoolClient | undefined;
+  let taken: Promise<pg.PoolClient> | undefined;
+  full.on('release', () => {
+    checkouts += 1;
+    if (checkouts === 2) taken = full.connect().then((c) => (other = c));
+  });
   let released = false;
   const logger = pino(
     { level: 'warn' },
@@ -241,7 +261,7 @@ test('on the last attempt with every client of the pool busy, a checkout timeout
       write: (chunk: Buffer, _encoding, done) => {
         if (!released && chunk.toString().includes('owner transaction failed')) {
           released = true;
-          other.release();
+          other?.release();
         }
         done();
       },
@@ -250,10 +270,7 @@ test('on the last attempt with every client of the pool busy, a checkout timeout
   try {
     const busy = createActivities({ pool: full, logger, config: testConfig() });
 
-    const result: RemindOwnersResult = await new MockActivityEnvironment({ attempt: LAST_ATTEMPT }).run(
-      busy.remindOwners,
-      input(owners),
-    );
+    const result: RemindOwnersResult = await runActivity(busy.remindOwners, input(owners), { attempt: LAST_ATTEMPT });
 
     expect(result.failed).toEqual([
       { ownerUserId: owners[0], error: expect.stringContaining('timeout exceeded when trying to connect') },
@@ -264,7 +281,8 @@ test('on the last attempt with every client of the pool busy, a checkout timeout
     });
     expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual(owners.slice(1).sort());
   } finally {
-    if (!released) other.release();
+    await taken;
+    if (!released) other?.release();
     await full.end();
   }
 });
@@ -279,11 +297,11 @@ test('owners whose ids share their first 64 bits (UUIDv7 of one millisecond) do 
   const client = await stack.db.worker.connect();
   try {
     await client.query('begin');
-    const first = await remindOwnersInTransaction(client, { ...input([a]), ownerUserIds: [a] });
+    const first = await claimOwners(client, { ...input([a]), ownerUserIds: [a] });
     expect(first.owners[0].busy).toBe(false);
 
     const second = await withTransaction(stack.db.worker, (tx) =>
-      remindOwnersInTransaction(tx, { ...input([b]), ownerUserIds: [b] }),
+      claimOwners(tx, { ...input([b]), ownerUserIds: [b] }),
     );
 
     expect(second).toEqual(
@@ -339,10 +357,10 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     const client = await orphan.connect();
     client.on('error', () => undefined);
     await client.query('begin');
-    await remindOwnersInTransaction(client, { ...input([owner]), ownerUserIds: [owner] });
+    await claimOwners(client, { ...input([owner]), ownerUserIds: [owner] });
     // The worker never sends another statement; the backend keeps the transaction and the lock.
     const held = await withTransaction(stack.db.worker, (tx) =>
-      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(held).toEqual({
       owners: [{ ownerUserId: owner, busy: true, won: [] }],
@@ -354,7 +372,7 @@ test("an orphaned transaction (its worker gone quiet mid-group) releases the own
     await sleep(2_500);
 
     const freed = await withTransaction(stack.db.worker, (tx) =>
-      remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
+      claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }),
     );
     expect(freed).toEqual(expect.objectContaining({ owners: [expect.objectContaining({ busy: false })], due: 2 }));
     expect(freed.owners[0].won).toHaveLength(2);
@@ -416,15 +434,13 @@ test.each([
       await gate.query('select pg_advisory_lock(4242)');
       // The manual run (thresholds 14, 3), in the job's own transaction, reaches the barrier and waits there.
       const waiting = withTransaction(manual.pool, (tx) =>
-        remindOwnersInTransaction(tx, { ...input([owner]), thresholdsDays: [14, 3], ownerUserIds: [owner] }),
+        claimOwners(tx, { ...input([owner]), thresholdsDays: [14, 3], ownerUserIds: [owner] }),
       );
       await sleep(300);
       // Meanwhile the scheduled cycle (30, 7, 1, 0) claims the owner and commits markers 30 and 7.
       const {
         owners: [scheduled],
-      } = await withTransaction(stack.db.worker, (tx) =>
-        remindOwnersInTransaction(tx, { ...input([owner]), ownerUserIds: [owner] }),
-      );
+      } = await withTransaction(stack.db.worker, (tx) => claimOwners(tx, { ...input([owner]), ownerUserIds: [owner] }));
       expect(scheduled.won.map((d) => d.thresholdDays)).toEqual([7]);
       await gate.query('select pg_advisory_unlock(4242)');
 
@@ -446,25 +462,40 @@ test.each([
   },
 );
 
-test("a retry after a worker died between its group's commit and its report counts what the first attempt queued, so the counts equal the outbox rows", async () => {
+test("a retry after a worker died between its group's commit and its report counts what the first attempt queued, from its receipt", async () => {
   const owners = await seedOwners(3);
   // The first attempt committed and its worker died before reporting: simulated by running it and
   // dropping its result.
-  await remindOwners(owners, 1);
+  const lost = await remindOwners(owners, 1);
   expect(await outbox(stack.db.admin)).toHaveLength(3);
 
   const retry = await remindOwners(owners, 2);
 
+  expect(retry).toEqual(lost);
   expect(retry).toEqual(
     expect.objectContaining({ ownersProcessed: 3, ownersNotified: 3, remindersSent: 6, markersInserted: 9 }),
   );
   expect(await outbox(stack.db.admin)).toHaveLength(3);
   // Another activity (another id) finds the same owners done and counts nothing of them.
-  const other = await new MockActivityEnvironment({ attempt: 2, activityId: 'another' }).run(
-    activities.remindOwners,
-    input(owners),
-  );
-  expect(other).toEqual(expect.objectContaining({ remindersSent: 0, ownersNotified: 0 }));
+  const other = await runActivity(activities.remindOwners, input(owners), { attempt: 2, activityId: 'another' });
+  expect(other).toEqual(expect.objectContaining({ ownersProcessed: 3, remindersSent: 0, ownersNotified: 0 }));
+});
+
+test('on the last attempt a retry claims alone only the owners no earlier attempt claimed alone, and counts those that were', async () => {
+  const [bad, ...others] = await seedOwners(3);
+  const undo = await rejectOwner(stack.db.admin, bad);
+  try {
+    // Attempt 2 met the permanent error, claimed the owners one by one and died before reporting.
+    const lost = await remindOwners([others[0], bad, others[1]], 2);
+    expect(lost.failed.map((f) => f.ownerUserId)).toEqual([bad]);
+
+    const retry = await remindOwners([others[0], bad, others[1]], 3);
+
+    expect(retry).toEqual(lost);
+    expect(await outbox(stack.db.admin)).toHaveLength(2);
+  } finally {
+    await undo();
+  }
 });
 
 /**
@@ -493,60 +524,92 @@ const attemptOf = (attempt: number, activityId: string, runId = 'run-1') => ({
   workflowExecution: { workflowId: 'interleavings', runId },
 });
 
-test.each([0, 1, 2, 3, 4, 5])(
-  'an earlier attempt holding the owner, committing before statement %i of its retry: the counts of the retry and of the busy retry equal the rows written',
-  async (gap) => {
+/**
+ * Attempt 1 of activity `run-1/group-1` as its own transaction runs it, opened and left open (its heartbeat timed
+ * out, its transaction did not): the attempt raised, held, the owner locked and claimed with the group's receipt.
+ */
+async function openFirstAttempt(owner: string): Promise<pg.PoolClient> {
+  const key = { cycleId, queuedBy: 'run-1/group-1', attempt: 1 };
+  await raiseAttempt(stack.db.worker, key);
+  const first = await stack.db.worker.connect();
+  await first.query(`begin; ${holdAttemptSql(key)}`);
+  const locked = await lockFreeOwners(first, [owner]);
+  await claimLockedOwners(
+    first,
+    { ...input([owner]), ownerUserIds: locked, queuedBy: key.queuedBy },
+    { ...key, part: 'r', busyOwnerIds: [], clearedOwnerIds: [] },
+  );
+  return first;
+}
+
+test.each(['commit', 'rollback'] as const)(
+  'a retry that starts while its earlier attempt still holds the owner waits for that transaction (%s), then counts what it committed or claims what it did not: the counts equal the rows',
+  async (ending) => {
     const owner = crypto.randomUUID();
     await insertDocuments(stack.db.admin, AS_OF_DATE, [
       { ownerUserId: owner, daysLeft: 7 },
       { ownerUserId: owner, daysLeft: 25 },
     ]);
-    // Attempt 1 of activity group-1: its transaction holds the owner's lock, markers and event uncommitted
-    // (its heartbeat timed out, its transaction did not).
-    const first = await stack.db.worker.connect();
-    await first.query('begin');
-    await remindOwnersInTransaction(first, { ...input([owner]), ownerUserIds: [owner], queuedBy: 'run-1/group-1' });
-    let committed = false;
-    const commitFirst = async () => {
-      if (committed) return;
-      committed = true;
-      await first.query('commit');
-    };
-    const retry = hookedActivities(async (n) => {
-      if (n === gap) await commitFirst();
-    });
+    const first = await openFirstAttempt(owner);
     try {
-      const second: RemindOwnersResult = await new MockActivityEnvironment(attemptOf(2, 'group-1')).run(
-        retry.activities.remindOwners,
-        input([owner]),
-      );
-      await commitFirst();
-      let total: Pick<RemindOwnersResult, 'remindersSent' | 'ownersNotified'> = second;
-      if (second.busyOwnerIds.length > 0) {
-        // The cycle retries the busy owner later, in another activity, naming who found it busy.
-        expect(second.busyQueuedBy).toBe('run-1/group-1');
-        const busyRetry: RemindOwnersResult = await new MockActivityEnvironment(attemptOf(1, 'busy-retry-1')).run(
-          activities.remindOwners,
-          {
-            ...input([owner]),
-            earlierQueuedBy: { [owner]: [second.busyQueuedBy!] },
-          },
-        );
-        total = {
-          ...busyRetry,
-          remindersSent: second.remindersSent + busyRetry.remindersSent,
-          ownersNotified: second.ownersNotified + busyRetry.ownersNotified,
-        };
-      }
+      const retrying = runActivity(activities.remindOwners, input([owner]), attemptOf(2, 'group-1'));
+      await sleep(500);
+      await first.query(ending);
+
+      const second = await retrying;
+
       const rows = (await outbox(stack.db.admin)).filter((r) => r.aggregate_id === owner);
       expect(rows).toHaveLength(1);
-      expect({ remindersSent: total.remindersSent, ownersNotified: total.ownersNotified }).toEqual({
-        remindersSent: rows[0].payload.documents.length,
-        ownersNotified: rows.length,
-      });
+      expect(second).toEqual(
+        expect.objectContaining({ ownersProcessed: 1, ownersNotified: 1, remindersSent: 2, busyOwnerIds: [] }),
+      );
+      expect(second.remindersSent).toBe(rows[0].payload.documents.length);
     } finally {
-      await commitFirst().catch(() => undefined);
       first.release();
+    }
+  },
+);
+
+test.each([0, 1, 2, 3, 4])(
+  'an earlier attempt whose next transaction begins before statement %i of its retry: it commits nothing once the retry has started, and the retry counts what it did',
+  async (gap) => {
+    const [early, late] = await seedOwners(2);
+    // Attempt 1 claimed `early` and committed; its worker went quiet; attempt 2 starts; then attempt 1 wakes up
+    // and begins its next transaction, for `late`, between two of attempt 2's statements.
+    const key = { cycleId, queuedBy: 'run-1/group-1', attempt: 1 };
+    await raiseAttempt(stack.db.worker, key);
+    // Owner `index` of the group claimed alone by attempt 1, in a transaction of its own holding the attempt.
+    const claimAlone = (owner: string, index: number) =>
+      withTransaction(
+        stack.db.worker,
+        async (tx) =>
+          claimLockedOwners(
+            tx,
+            { ...input([owner]), ownerUserIds: await lockFreeOwners(tx, [owner]), queuedBy: key.queuedBy },
+            { ...key, part: `r.o${index}`, ownerIds: [owner], busyOwnerIds: [], clearedOwnerIds: [] },
+          ),
+        `begin; ${holdAttemptSql(key)}`,
+      );
+    await claimAlone(early, 0);
+    let zombie: Promise<unknown> | undefined;
+    const retry = hookedActivities(async (n) => {
+      if (n !== gap) return;
+      zombie = claimAlone(late, 1).then(
+        () => 'committed',
+        (err: { code?: string }) => err.code,
+      );
+      await zombie;
+    });
+    try {
+      const second = await runActivity(retry.activities.remindOwners, input([early, late]), attemptOf(2, 'group-1'));
+
+      // Before the retry's first statement the earlier attempt may still commit (the retry then counts it);
+      // once the retry has raised the attempt, the earlier one's transaction fails.
+      expect(await zombie).toBe(gap === 0 ? 'committed' : 'XR001');
+      const rows = await outbox(stack.db.admin);
+      expect(rows.map((r) => r.aggregate_id).sort()).toEqual([early, late].sort());
+      expect(second).toEqual(expect.objectContaining({ ownersProcessed: 2, ownersNotified: 2, remindersSent: 4 }));
+    } finally {
       await retry.end();
     }
   },

@@ -24,7 +24,7 @@ import {
 import pg from 'pg';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
 import { withTransaction } from '../../src/db/pool';
-import { remindOwnersInTransaction } from '../../src/db/reminders';
+import { claimOwners } from '../support/claims';
 import { TOPIC } from '../../src/domain/names';
 import { createMigratedDatabase, type MigratedDatabase } from '../../scripts/stack/database';
 import {
@@ -162,7 +162,7 @@ async function queueReminders(owners: string[], jobRunId: string): Promise<void>
   const worker = new pg.Pool({ connectionString: db.workerUrl, max: 1 });
   try {
     await withTransaction(worker, (tx) =>
-      remindOwnersInTransaction(tx, {
+      claimOwners(tx, {
         ownerUserIds: owners,
         asOfDate: AS_OF,
         thresholdsDays: [30, 7, 1, 0],

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../../src/db/pool';
-import { lockOwners } from '../../src/db/reminders';
+import { lockFreeOwners } from '../../src/activities/claim/sql/lock-owners';
 import type { OutboxMessage } from '../../src/db/outbox';
 import type { RemindOwnersInput } from '../../src/activities';
 import { insertDocuments } from '../../scripts/stack/documents';
@@ -16,7 +16,8 @@ export { insertDocuments, rejectOwner } from '../../scripts/stack/documents';
 export async function holdOwnerLock(pool: pg.Pool, ownerUserId: string): Promise<() => Promise<void>> {
   const client = await pool.connect();
   await client.query('begin');
-  if ((await lockOwners(client, [ownerUserId])).length !== 1) throw new Error(`owner ${ownerUserId} is held already`);
+  if ((await lockFreeOwners(client, [ownerUserId])).length !== 1)
+    throw new Error(`owner ${ownerUserId} is held already`);
   return async () => {
     await client.query('rollback');
     client.release();
@@ -96,9 +97,10 @@ export async function documentsFingerprint(db: Queryable): Promise<string> {
 export function remindOwnersInput(
   ownerUserIds: string[],
   asOfDate: string,
-  { jobRunId, lastAttempt }: { jobRunId: string; lastAttempt: number },
+  { jobRunId, lastAttempt, cycleId = crypto.randomUUID() }: { jobRunId: string; lastAttempt: number; cycleId?: string },
 ): RemindOwnersInput {
   return {
+    cycleId,
     ownerUserIds,
     asOf: `${asOfDate}T03:00:00.000Z`,
     asOfDate,
@@ -107,4 +109,45 @@ export function remindOwnersInput(
     jobRunId,
     lastAttempt,
   };
+}
+
+/**
+ * The layout of issue 46: `reminded` owners with one document each expired 10 to 80 days before `asOfDate`,
+ * reminded at every threshold of 30, 7, 1, 0; one straggler expired 85 days before with no marker (due at 0,
+ * below the reminded window); `due` owners with one document due in 5 days.
+ */
+export async function seedStragglerDay(
+  db: Queryable,
+  asOfDate: string,
+  { reminded, due }: { reminded: number; due: number },
+): Promise<void> {
+  await db.query(
+    `with docs as (
+       insert into profile.person_documents
+              (id, owner_user_id, person_id, type, number_mask, expires_at, status, payload_cipher)
+       select gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Passport', '****',
+              $1::date - 10 - (i % 71), 'Active', '\\x00'
+         from generate_series(1, $2::int) as i
+       returning id, owner_user_id, expires_at)
+     insert into profile.document_expiry_reminders
+            (id, document_id, owner_user_id, type, threshold_days, expires_at, reminded_at)
+     select gen_random_uuid(), id, owner_user_id, 'Passport', t, expires_at, now()
+       from docs cross join unnest(array[30, 7, 1, 0]) as t`,
+    [asOfDate, reminded],
+  );
+  await insertDocuments(db, asOfDate, [{ daysLeft: -85 }, ...Array.from({ length: due }, () => ({ daysLeft: 5 }))]);
+  // Analyzed, as a table that grew by so much would be before a cycle reads it.
+  await db.query('analyze profile.person_documents, profile.document_expiry_reminders');
+}
+
+/**
+ * Forgets what cycles did, keeping the day as seeded: the markers cycles wrote (seeded ones have no
+ * `queued_by`), the outbox, and the claims' pages, receipts and attempts.
+ */
+export async function forgetCycles(db: Queryable): Promise<void> {
+  await db.query(
+    `delete from profile.document_expiry_reminders where queued_by is not null;
+     truncate profile.outbox_messages, profile.document_expiry_reminder_scan_positions,
+              profile.document_expiry_reminder_claim_receipts, profile.document_expiry_reminder_claim_attempts`,
+  );
 }

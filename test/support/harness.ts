@@ -5,10 +5,9 @@
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { Config, WorkerVersion } from '../../src/config';
+import type { Config } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import type { CycleInput, CycleResult } from '../../src/domain/cycle';
-import type { Tracing } from '../../src/observability/tracing';
 import {
   connectClient,
   createTestDatabase,
@@ -37,15 +36,8 @@ export interface IntegrationOptions {
   relayPoolSize?: number;
 }
 
-interface WorkerOptions {
-  taskQueue?: string;
-  config?: Config;
-  tracing?: Tracing;
-  /** The worker's identity in histories, to tell two workers of one process apart. */
-  identity?: string;
-  /** A Worker Deployment Version to declare (pinned cycles); without it the worker is unversioned. */
-  version?: WorkerVersion;
-}
+/** What {@link startTestWorker} takes: task queue, configuration, tracing, identity, version, pool. */
+type WorkerOptions = NonNullable<Parameters<typeof startTestWorker>[1]>;
 
 export interface Integration {
   readonly db: TestDatabase;

@@ -145,7 +145,17 @@ export interface TestWorker {
 /** A worker on a task queue of its own, running the real workflow bundle and real activities. */
 export async function startTestWorker(
   db: TestDatabase,
-  options: { taskQueue?: string; config?: Config; tracing?: Tracing; identity?: string; version?: WorkerVersion } = {},
+  options: {
+    taskQueue?: string;
+    config?: Config;
+    tracing?: Tracing;
+    /** The worker's identity in histories, to tell two workers of one process apart. */
+    identity?: string;
+    /** A Worker Deployment Version to declare (pinned cycles); without it the worker is unversioned. */
+    version?: WorkerVersion;
+    /** The worker's pool, when not the database's own (a test's observed pool, say). */
+    pool?: pg.Pool;
+  } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? `test-${crypto.randomUUID()}`;
   const connection = await connectToStack((o) => NativeConnection.connect(o));
@@ -153,7 +163,7 @@ export async function startTestWorker(
   const worker = await createWorker({
     config: options.config ?? testConfig(),
     connection,
-    pool: db.worker,
+    pool: options.pool ?? db.worker,
     logger: logs.logger,
     taskQueue,
     tracing: options.tracing,

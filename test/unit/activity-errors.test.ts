@@ -1,4 +1,7 @@
-import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, RetryState } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { activityFailures } from '../../src/activities/interceptor';
 import { describeFailure } from '../../src/domain/failures';
 import { isConnectionError, isPermanentDatabaseError, toActivityFailure } from '../../src/activities/errors';
 
@@ -103,5 +106,35 @@ describe('describeFailure: one text for a failure, in the workflow and in the ac
     expect(describeFailure(toActivityFailure(pgError('22023', 'bad postgres://u:hunter2@db/x')))).toEqual(
       expect.stringMatching(/^PostgresError:22023: bad postgres:\/\/u:[^h]*@db\/x$/),
     );
+  });
+});
+
+describe("the worker's activity interceptor (every activity's errors, converted in one place)", () => {
+  const run = (fn: () => Promise<unknown>) =>
+    new MockActivityEnvironment({}, { interceptors: [activityFailures], logger: new DefaultLogger('ERROR') })
+      .run(fn)
+      .catch((e: unknown) => e);
+
+  it('turns a permanent database error into a non-retryable failure named by its SQLSTATE, a transient one into a retryable one', async () => {
+    expect(await run(() => Promise.reject(pgError('22023', 'bad data')))).toEqual(
+      expect.objectContaining({ nonRetryable: true, type: 'PostgresError:22023', message: 'bad data' }),
+    );
+    expect(await run(() => Promise.reject(pgError('40001')))).toEqual(
+      expect.objectContaining({ nonRetryable: false, type: 'PostgresError:40001' }),
+    );
+  });
+
+  it("turns a later attempt's hold (XR001) into AttemptOver, and keeps what is decided already: an ApplicationFailure, a cancellation", async () => {
+    expect(await run(() => Promise.reject(pgError('XR001')))).toEqual(
+      expect.objectContaining({ nonRetryable: true, type: 'AttemptOver' }),
+    );
+    const decided = ApplicationFailure.nonRetryable('no scan position', 'ScanPositionMissing');
+    expect(await run(() => Promise.reject(decided))).toBe(decided);
+    const cancelled = new CancelledFailure('TIMED_OUT');
+    expect(await run(() => Promise.reject(cancelled))).toBe(cancelled);
+  });
+
+  it('the mirror: a value an activity returns goes through untouched', async () => {
+    expect(await run(() => Promise.resolve({ pages: 3 }))).toEqual({ pages: 3 });
   });
 });

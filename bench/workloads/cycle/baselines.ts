@@ -10,7 +10,8 @@
 import type pg from 'pg';
 import { idRanges, selectCandidatePage, type IdRange, type PageCursor } from '../../../src/db/candidates';
 import { createPool, withTransaction } from '../../../src/db/pool';
-import { remindOwnersInTransaction } from '../../../src/db/reminders';
+import { claimLockedOwners } from '../../../src/activities/claim/sql/claim-owners';
+import { lockFreeOwners } from '../../../src/activities/claim/sql/lock-owners';
 import { claimPage, type ClaimPageResult } from '../../claim-page';
 import { cpuDelta, cpuSnapshot, measurement, type Measurement } from '../../harness/measure';
 import { asOfInstant, type CycleSettings } from './settings';
@@ -65,17 +66,17 @@ export function baselineA(workerUrl: string, s: CycleSettings): Promise<Measurem
       const inFlight = new Set<Promise<void>>();
       for (const ownerUserId of ownerUserIds) {
         while (inFlight.size >= s.ownerConcurrency) await Promise.race(inFlight);
-        const run: Promise<void> = withTransaction(pool, (tx) =>
-          remindOwnersInTransaction(tx, {
+        const run: Promise<void> = withTransaction(pool, async (tx) =>
+          claimLockedOwners(tx, {
             ...s.window,
-            ownerUserIds: [ownerUserId],
+            ownerUserIds: await lockFreeOwners(tx, [ownerUserId]),
             asOf: asOfInstant(s),
             jobRunId: 'bench-baseline-a',
           }),
         )
-          .then(({ owners: [o] }) => {
+          .then(({ remindersSent }) => {
             tally.owners += 1;
-            tally.reminders += o.won.length;
+            tally.reminders += remindersSent;
           })
           .finally(() => inFlight.delete(run));
         inFlight.add(run);

@@ -19,9 +19,12 @@ import {
   selectPruneCutoff,
   type PageCursor,
 } from '../../../src/db/candidates';
-import { selectAndLockPage, type ReadPage } from '../../../src/db/page-claim';
+import { holdAttemptSql, raiseAttempt } from '../../../src/activities/claim/sql/attempts';
+import { claimLockedOwners } from '../../../src/activities/claim/sql/claim-owners';
+import { lockFreeOwners, ownerLockKeySql } from '../../../src/activities/claim/sql/lock-owners';
+import { readAndLockPage, type ReadPage } from '../../../src/activities/claim/sql/pages';
 import { createPool } from '../../../src/db/pool';
-import { claimCtes, lockOwners, ownerLockKeySql, remindLockedOwners } from '../../../src/db/reminders';
+import { claimCtes } from '../../../src/db/reminders';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 import { claimPage } from '../../claim-page';
 import { spread } from '../../compare/summary';
@@ -40,7 +43,7 @@ interface WalkedPage {
 interface Part {
   name: string;
   begin: string;
-  setup?: (tx: pg.ClientBase, page: WalkedPage) => Promise<ReadPage>;
+  setup?: (tx: pg.ClientBase, page: WalkedPage) => Promise<ReadPage | undefined>;
   measured: (tx: pg.ClientBase, page: WalkedPage, read: ReadPage | undefined) => Promise<unknown>;
 }
 
@@ -71,7 +74,7 @@ function parts(s: CycleSettings): Part[] {
   const cycleId = crypto.randomUUID();
   const readPage = async (tx: pg.ClientBase, page: WalkedPage) => {
     const bounds = scanBounds(s.window, await selectPruneCutoff(tx));
-    return selectAndLockPage(tx, {
+    return readAndLockPage(tx, {
       window: s.window,
       bounds,
       after: scanStart(bounds, page.cursor),
@@ -81,22 +84,22 @@ function parts(s: CycleSettings): Part[] {
       jobRunId: JOB_RUN_ID,
       page: page.index + 1,
       attempt: 1,
+      queuedBy: QUEUED_BY,
       lockFirst: Math.max(1, s.ownerConcurrency),
     });
   };
+  const attempt = { cycleId, queuedBy: QUEUED_BY, attempt: 1 };
   const lockedPage = async (tx: pg.ClientBase, page: WalkedPage) => {
     const read = await readPage(tx, page);
     await tx.query(PAGE_PLAN_UNPIN);
     return read;
   };
-  const claim = (queuedBy: string | undefined) => (tx: pg.ClientBase, _page: WalkedPage, read?: ReadPage) =>
-    remindLockedOwners(tx, {
-      ...s.window,
-      ownerUserIds: read!.locked,
-      asOf: asOfInstant(s),
-      jobRunId: JOB_RUN_ID,
-      queuedBy,
-    });
+  const claim = (queuedBy: string | undefined) => (tx: pg.ClientBase, page: WalkedPage, read?: ReadPage) =>
+    claimLockedOwners(
+      tx,
+      { ...s.window, ownerUserIds: read!.locked, asOf: asOfInstant(s), jobRunId: JOB_RUN_ID, queuedBy },
+      queuedBy ? { ...attempt, part: `p${page.index + 1}`, busyOwnerIds: read!.busy, clearedOwnerIds: [] } : undefined,
+    );
   const firstGroup = (page: WalkedPage) => page.owners.slice(0, Math.max(1, s.ownerConcurrency));
   return [
     {
@@ -104,9 +107,18 @@ function parts(s: CycleSettings): Part[] {
       begin: 'BEGIN',
       measured: (tx, page) => claimPage(tx, s.window, page.cursor, s.batchSize, asOfInstant(s), JOB_RUN_ID),
     },
-    { name: "cycle: the page's statement (read, end, locks, order)", begin: PAGE_CLAIM_BEGIN, measured: readPage },
     {
-      name: "cycle: the claim of the page's locked owners",
+      name: "cycle: the attempt's hold (the last statement of a claim's BEGIN)",
+      begin: 'BEGIN',
+      setup: async (tx) => {
+        await raiseAttempt(tx, attempt);
+        return undefined;
+      },
+      measured: (tx) => tx.query(holdAttemptSql(attempt)),
+    },
+    { name: "cycle: the page's statement (read, record, locks, order)", begin: PAGE_CLAIM_BEGIN, measured: readPage },
+    {
+      name: "cycle: the claim of the page's locked owners, and its receipt",
       begin: PAGE_CLAIM_BEGIN,
       setup: lockedPage,
       measured: claim(QUEUED_BY),
@@ -141,7 +153,7 @@ function parts(s: CycleSettings): Part[] {
       measured: claim(QUEUED_BY),
     },
     {
-      name: 'the claim, without queued_by (as B)',
+      name: 'the claim, without queued_by and receipt (as B)',
       begin: PAGE_CLAIM_BEGIN,
       setup: lockedPage,
       measured: claim(undefined),
@@ -149,7 +161,7 @@ function parts(s: CycleSettings): Part[] {
     {
       name: "the owner locks of the page's first group",
       begin: 'BEGIN',
-      measured: (tx, page) => lockOwners(tx, firstGroup(page)),
+      measured: (tx, page) => lockFreeOwners(tx, firstGroup(page)),
     },
     {
       name: 'their lock keys alone',

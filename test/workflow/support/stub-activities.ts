@@ -123,7 +123,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
     remindOwners: (input: RemindOwnersInput) =>
       logged('remindOwners', input, async (call): Promise<RemindOwnersResult> => {
         await script.onGroup?.(input, call, calls);
-        return claimOwners(input.ownerUserIds, call);
+        return claimOwners(input.ownerUserIds);
       }),
 
     claimPage: (input: ClaimPageInput) =>
@@ -135,7 +135,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
         // The pages it claims: from input.page on, as many as asked, fewer at the scan's end (at least one).
         const last = Math.max(input.page, Math.min(pages.length, input.page + asked - 1));
         const ownerIds = pages.slice(input.page - 1, last).flat();
-        const claimed = claimOwners(ownerIds, call);
+        const claimed = claimOwners(ownerIds);
         return {
           ...claimed,
           ownersFoundBusy: claimed.busyOwnerIds.length,
@@ -150,7 +150,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
   };
 
   /** What the script says of each owner, as a claim of them reports it. */
-  function claimOwners(ownerUserIds: string[], call: StubCall): RemindOwnersResult {
+  function claimOwners(ownerUserIds: string[]): RemindOwnersResult {
     const outcomes = ownerUserIds.map((id) => {
       const n = (ownerCalls.get(id) ?? 0) + 1;
       ownerCalls.set(id, n);
@@ -158,9 +158,7 @@ export function stubActivities(script: CycleScript): { activities: Activities; c
     });
     // A sent owner is processed and notified, with one reminder and its marker.
     const sent = outcomes.filter((o) => o.outcome === 'sent').length;
-    const busy = outcomes.some((o) => o.outcome === 'busy');
     return {
-      ...(busy ? { busyQueuedBy: `${call.workflowRunId}/${Context.current().info.activityId}` } : {}),
       ownersProcessed: sent,
       ownersNotified: sent,
       remindersSent: sent,
