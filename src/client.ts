@@ -6,9 +6,19 @@ import { ScheduleNotFoundError, WorkflowFailedError, type Client } from '@tempor
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config';
 import { utcDate } from './domain/dates';
-import { DEFAULT_PAGES_PER_CLAIM, MAX_PAGES_PER_CLAIM, MAX_PARTITIONS } from './domain/cycle';
+import { CYCLE_SETTINGS } from './domain/settings';
 import { SCHEDULE_ID } from './domain/names';
-import { date, documentId, nonEmpty, outboxRowId, ownerId, thresholds, wholeNumberFrom } from './operations/arguments';
+import {
+  bounds,
+  date,
+  documentId,
+  nonEmpty,
+  outboxRowId,
+  ownerId,
+  settingArgument,
+  thresholds,
+  wholeNumberFrom,
+} from './operations/arguments';
 import { explainCommand, explanationText } from './operations/explain';
 import { listCycles, previewCycleCommand, runManualCycle } from './operations/cycles';
 import { deploymentStatus, makeCurrent, rampVersion } from './operations/deployment';
@@ -74,8 +84,8 @@ export function buildProgram(config: () => Config): Command {
     .description('create the schedule from configuration, or update it in place (keeps pause state, note and limits)')
     .option(
       '--partitions <n>',
-      `run every scheduled cycle in this many partitions (1-${MAX_PARTITIONS}); default: each cycle plans its day`,
-      wholeNumberFrom(1, MAX_PARTITIONS),
+      `run every scheduled cycle in this many partitions (${bounds('partitions')}); default: each cycle plans its day`,
+      settingArgument('partitions'),
     )
     .action(async (opts: { partitions?: number }, cmd: Command) => {
       const cfg = config();
@@ -173,14 +183,13 @@ export function buildProgram(config: () => Config): Command {
     .option('--wait', 'wait for the cycle to end and print its result')
     .option(
       '--partitions <n>',
-      `split the day into this many partitions (1-${MAX_PARTITIONS}); default: planned from the due count`,
-      wholeNumberFrom(1, MAX_PARTITIONS),
+      `split the day into this many partitions (${bounds('partitions')}); default: planned from the due count`,
+      settingArgument('partitions'),
     )
     .option(
       '--pages-per-claim <n>',
-      `pages each partition activity claims at most (1-${MAX_PAGES_PER_CLAIM}, default ${DEFAULT_PAGES_PER_CLAIM}); ` +
-        'fewer: smaller activities, spread more finely over the workers',
-      wholeNumberFrom(1, MAX_PAGES_PER_CLAIM),
+      `${CYCLE_SETTINGS.pagesPerClaim.about} (${bounds('pagesPerClaim')}, default ${CYCLE_SETTINGS.pagesPerClaim.default})`,
+      settingArgument('pagesPerClaim'),
     )
     .action(async (opts: { asOf?: string; wait?: boolean; partitions?: number; pagesPerClaim?: number }) => {
       const cfg = config();
@@ -194,7 +203,11 @@ export function buildProgram(config: () => Config): Command {
     )
     .option('--as-of <date>', "the cycle's AsOf date (YYYY-MM-DD, UTC; default today)", date)
     .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', thresholds)
-    .option('--retention-days <n>', 'override REMINDER_RETENTION_DAYS', wholeNumberFrom(0, 36_500))
+    .option(
+      '--retention-days <n>',
+      `override REMINDER_RETENTION_DAYS (${bounds('retentionDays')})`,
+      settingArgument('retentionDays'),
+    )
     .action(async (opts: { asOf?: string; thresholds?: number[]; retentionDays?: number }) => {
       print(
         await previewCycleCommand(config(), {

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../../src/config';
-import { MAX_PARTITIONS } from '../../src/domain/cycle';
+import { CYCLE_SETTINGS } from '../../src/domain/settings';
 import { createKafka } from '../../src/relay/kafka';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { LOCAL_ROLE_PASSWORDS, startStack, type Stack } from '../stack';
@@ -32,6 +32,8 @@ import { table, writeReport, type Row } from './report';
 import type { Scenario, ScenarioResult } from './runner';
 import { SCENARIOS } from './scenarios';
 import { errorOf } from '../../src/domain/failures';
+
+const MAX_PARTITIONS = CYCLE_SETTINGS.partitions.max;
 
 const { values: args } = parseArgs({
   options: {

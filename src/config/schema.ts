@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { z } from 'zod';
-import { MAX_OWNER_CONCURRENCY, MAX_OWNER_GROUP_SIZE, MAX_PARTITIONS } from '../domain/cycle';
 import { DEPLOYMENT_NAME, TASK_QUEUE } from '../domain/names';
+import { CYCLE_SETTINGS, THRESHOLDS_SETTING, type CycleSettingName } from '../domain/settings';
 import { duration, durationOrZero, thresholdDays, wholeNumber, type TextParser } from './parsers';
 
 /** A zod field of `parse`, its `expected` sentence as the issue's message. */
@@ -17,6 +17,17 @@ function fromText<T>(parse: TextParser<T>) {
     ctx.addIssue({ code: 'custom', message: parsed.expected });
     return z.NEVER;
   });
+}
+
+/**
+ * The variable of cycle setting `name` (domain/settings.ts): its bounds and default are the table's, so the
+ * variable takes what a run's input takes. A duration's variable takes a unit (`10m`).
+ */
+function cycleSetting(name: CycleSettingName) {
+  const setting: { min: number; max: number; default?: number; duration?: boolean } = CYCLE_SETTINGS[name];
+  const parser = setting.duration ? duration('10m') : wholeNumber(setting.min, setting.max);
+  if (setting.default === undefined) throw new Error(`cycle setting ${name} has no default for its variable`);
+  return fromText(parser).default(setting.default);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -71,17 +82,17 @@ export const schema = z.object({
     .string()
     .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "expected the Web UI's address, e.g. http://127.0.0.1:8233")
     .optional(),
-  REMINDER_THRESHOLDS_DAYS: fromText(thresholdDays).default([30, 7, 1, 0]),
-  REMINDER_BATCH_SIZE: fromText(wholeNumber(1, 10_000)).default(500),
-  REMINDER_RETENTION_DAYS: fromText(wholeNumber(0, 36_500)).default(90),
-  REMINDER_MAX_RUN_DURATION: fromText(duration('10m')).default(10 * 60_000),
+  REMINDER_THRESHOLDS_DAYS: fromText(thresholdDays).default([...THRESHOLDS_SETTING.default]),
+  REMINDER_BATCH_SIZE: cycleSetting('batchSize'),
+  REMINDER_RETENTION_DAYS: cycleSetting('retentionDays'),
+  REMINDER_MAX_RUN_DURATION: cycleSetting('maxRunDurationMs'),
   REMINDER_POLLING_INTERVAL: fromText(duration('24h')).default(24 * 3_600_000),
   REMINDER_POLLING_OFFSET: fromText(durationOrZero('3h')).default(3 * 3_600_000),
-  REMINDER_OWNER_CONCURRENCY: fromText(wholeNumber(1, MAX_OWNER_CONCURRENCY)).default(500),
-  REMINDER_OWNER_GROUP_SIZE: fromText(wholeNumber(1, MAX_OWNER_GROUP_SIZE)).default(100),
-  REMINDER_MAX_HISTORY_EVENTS: fromText(wholeNumber(100, 40_000)).default(9_000),
+  REMINDER_OWNER_CONCURRENCY: cycleSetting('ownerConcurrency'),
+  REMINDER_OWNER_GROUP_SIZE: cycleSetting('ownerGroupSize'),
+  REMINDER_MAX_HISTORY_EVENTS: cycleSetting('maxHistoryEvents'),
   REMINDER_SCAN_SLICES: fromText(wholeNumber(1, 16)).default(2),
-  REMINDER_PARTITIONS: fromText(wholeNumber(1, MAX_PARTITIONS)).default(8),
+  REMINDER_PARTITIONS: cycleSetting('plannedPartitions'),
   REMINDER_PARTITION_SIZE: fromText(wholeNumber(1, 10_000_000)).default(5_000),
   KAFKA_BROKERS: z
     .string()

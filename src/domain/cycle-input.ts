@@ -6,12 +6,8 @@
  */
 import { isIsoDate, utcDate } from './dates';
 import { thresholdProblems } from './thresholds';
+import { RUN_INPUT_FIELDS, RUN_SETTINGS, settingProblems } from './settings';
 import {
-  CYCLE_INPUT_FIELDS,
-  MAX_OWNER_CONCURRENCY,
-  MAX_OWNER_GROUP_SIZE,
-  MAX_PAGES_PER_CLAIM,
-  MAX_PARTITIONS,
   pageHistoryEvents,
   ZERO_COUNTS,
   type CycleContinuation,
@@ -55,9 +51,6 @@ export function defaultAsOf(actionTime: Date | undefined, start: Date): Date {
   if (!actionTime || utcDate(actionTime) < utcDate(start)) return start;
   return actionTime;
 }
-
-/** The longest retention a run may carry (the bound of `REMINDER_RETENTION_DAYS`). */
-const MAX_RETENTION_DAYS = 36_500;
 
 /** Owners found busy that one run carries into the next; more would bloat the continue-as-new input. */
 export const MAX_CARRIED_BUSY_OWNERS = 10_000;
@@ -116,11 +109,9 @@ export function resolveCycleSettings(defaults: CycleDefaults, input: unknown, at
         `${MAX_JOB_RUN_ID_LENGTH}, which is what the outbox's correlation_id holds; start the cycle with a shorter id`,
     );
   }
-  const unknown = Object.keys(fields).filter(
-    (k) => k !== 'continuation' && !(CYCLE_INPUT_FIELDS as readonly string[]).includes(k),
-  );
+  const unknown = Object.keys(fields).filter((k) => k !== 'continuation' && !RUN_INPUT_FIELDS.includes(k));
   for (const key of unknown) {
-    problems.push(`unknown field ${JSON.stringify(key)}: expected only ${CYCLE_INPUT_FIELDS.join(', ')}`);
+    problems.push(`unknown field ${JSON.stringify(key)}: expected only ${RUN_INPUT_FIELDS.join(', ')}`);
   }
   if (fields.continuation !== undefined) {
     if (Object.keys(fields).length > 1) {
@@ -187,19 +178,12 @@ function resolveOverrides(defaults: CycleDefaults, input: CycleInput, start: Cyc
     ...(input.pagesPerClaim !== undefined ? { pagesPerClaim: input.pagesPerClaim } : {}),
     busyRetryWindowMs: defaults.busyRetryWindowMs,
   };
-  problems.push(
-    ...wholeNumberProblem('batchSize', settings.batchSize, 1, 10_000),
-    ...wholeNumberProblem('maxRunDurationMs', settings.maxRunDurationMs, 1),
-    ...wholeNumberProblem('ownerConcurrency', settings.ownerConcurrency, 1, MAX_OWNER_CONCURRENCY),
-    ...wholeNumberProblem('ownerGroupSize', settings.ownerGroupSize, 1, MAX_OWNER_GROUP_SIZE),
-    ...wholeNumberProblem('maxHistoryEvents', settings.maxHistoryEvents, 10, 40_000),
-    ...(settings.partitions !== undefined
-      ? wholeNumberProblem('partitions', settings.partitions, 1, MAX_PARTITIONS)
-      : []),
-    ...(settings.pagesPerClaim !== undefined
-      ? wholeNumberProblem('pagesPerClaim', settings.pagesPerClaim, 1, MAX_PAGES_PER_CLAIM)
-      : []),
-  );
+  // Every setting a run may set, by the settings table's bounds: a value the worker's variable takes, the
+  // input takes, and the other way round.
+  for (const name of RUN_SETTINGS) {
+    const value = settings[name];
+    if (value !== undefined) problems.push(...settingProblems(name, value));
+  }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, settings };
 }
 
@@ -237,11 +221,12 @@ const COUNT_FIELDS = Object.keys(ZERO_COUNTS) as (keyof CycleCounts)[];
 const CONTINUATION_FIELDS = ['settings', 'startedAtMs', 'counts', 'runs', 'busyOwnerIds'];
 /** Continuation fields that runs of older versions did not write. */
 const OPTIONAL_CONTINUATION_FIELDS = ['busyRetry'];
+/** Settings a run's input may leave out, which the cycle then decides (they have no default in settings.ts). */
 const OPTIONAL_INPUT_SETTINGS: readonly string[] = ['partitions', 'pagesPerClaim'];
 const SETTINGS_FIELDS = [
   'asOf',
   'asOfDate',
-  ...CYCLE_INPUT_FIELDS.filter((f) => f !== 'asOf' && !OPTIONAL_INPUT_SETTINGS.includes(f)),
+  ...RUN_INPUT_FIELDS.filter((f) => f !== 'asOf' && !OPTIONAL_INPUT_SETTINGS.includes(f)),
 ];
 /**
  * Settings a continuation may carry beside {@link SETTINGS_FIELDS}: `busyRetryWindowMs`, which the worker's
@@ -282,11 +267,7 @@ function continuationProblems(defaults: CycleDefaults, value: unknown, now: Date
   const problems = exactFieldProblems('continuation.settings', c.settings, SETTINGS_FIELDS, OPTIONAL_SETTINGS_FIELDS);
   if (problems.length === 0) {
     const given = c.settings as CycleSettings;
-    problems.push(
-      ...wholeNumberProblem('retentionDays', given.retentionDays, 0, MAX_RETENTION_DAYS).map(
-        (p) => `continuation.settings.${p}`,
-      ),
-    );
+    problems.push(...settingProblems('retentionDays', given.retentionDays, 'continuation.settings.retentionDays'));
     const again = resolveOverrides(
       { ...defaults, ...given, busyRetryWindowMs: defaults.busyRetryWindowMs },
       {

@@ -1,9 +1,11 @@
 /**
  * The cycle's contracts (docs/DESIGN.md#result, #names): workflow input, resolved settings, counts and the
- * result, and the owner-group arithmetic; the input rules are in `cycle-input.ts`. Shared by workflow and
+ * result, and the owner-group arithmetic; the settings' bounds are in `settings.ts`, the input rules in
+ * `cycle-input.ts`. Shared by workflow and
  * activity code, so nothing here may touch Node APIs.
  */
 import { addDays, utcDate } from './dates';
+import { CYCLE_SETTINGS } from './settings';
 
 /** Workflow input: every field optional, each overrides the worker's configuration for this run. */
 export interface CycleInput {
@@ -30,28 +32,14 @@ export interface CycleInput {
    */
   partitions?: number;
   /**
-   * Pages one `claimPage` activity claims at most (docs/DESIGN.md#page-claims); default
-   * {@link DEFAULT_PAGES_PER_CLAIM}. Fewer make more, smaller activities: a finer spread over workers, and
-   * more orchestration per page.
+   * Pages one `claimPage` activity claims at most (docs/DESIGN.md#page-claims); default 64, the bound
+   * (`CYCLE_SETTINGS.pagesPerClaim` in settings.ts). Fewer make more, smaller activities: a finer spread over
+   * workers, and more orchestration per page.
    */
   pagesPerClaim?: number;
   /** Set by the workflow itself when it continues as new; validated like the rest when it arrives. */
   continuation?: CycleContinuation;
 }
-
-/** The fields a run's input may set (`continuation` aside), for the message about any other. */
-export const CYCLE_INPUT_FIELDS = [
-  'asOf',
-  'thresholdsDays',
-  'batchSize',
-  'retentionDays',
-  'maxRunDurationMs',
-  'ownerConcurrency',
-  'ownerGroupSize',
-  'maxHistoryEvents',
-  'partitions',
-  'pagesPerClaim',
-] as const;
 
 /** Settings a cycle runs with, fixed at its start and recorded in history. */
 export interface CycleSettings {
@@ -66,7 +54,7 @@ export interface CycleSettings {
   maxHistoryEvents: number;
   /** The partition count the input asked for; absent: the cycle plans it from the day's due count. */
   partitions?: number;
-  /** Pages per `claimPage` activity the input asked for; absent: {@link DEFAULT_PAGES_PER_CLAIM}. */
+  /** Pages per `claimPage` activity the input asked for; absent: the setting's default (settings.ts). */
   pagesPerClaim?: number;
   /**
    * How long owners found busy (another transaction holds their lock) are retried at the end of the
@@ -208,29 +196,13 @@ export function partitionOfWorkflowId(workflowId: string): PartitionRef | undefi
   return m ? { index: Number(m[1]) - 1, count: Number(m[2]) } : undefined;
 }
 
-/** Upper bound on a cycle's partitions: each is a child workflow with its own chain of pages. */
-export const MAX_PARTITIONS = 64;
-
-/** Upper bound on `pagesPerClaim`. */
-export const MAX_PAGES_PER_CLAIM = 64;
-
-/**
- * Pages a partition's `claimPage` activity claims at most by default: the upper bound, so what ends an
- * activity is its budget of about five seconds or the partition's end. Each activity and the workflow task
- * after it cost the worker and the Temporal server about what a page's claim costs PostgreSQL
- * (bench/REPORT.md); a default of 8 split a backlog's partitions and a steady day's into two activities each,
- * the second after a second or less, where one fits in the budget.
- * @alias
- */
-export const DEFAULT_PAGES_PER_CLAIM = MAX_PAGES_PER_CLAIM;
-
 /**
  * How many partitions a day of `due` documents gets: one per `partitionSize` due documents, at least one,
  * at most `maxPartitions`. A small day is one partition, in the cycle's own run; a big one spreads over the workers.
  */
 export function partitionCount(due: number, maxPartitions: number, partitionSize: number): number {
   const wanted = Math.ceil(Math.max(0, due) / Math.max(1, partitionSize));
-  return Math.max(1, Math.min(maxPartitions, MAX_PARTITIONS, wanted));
+  return Math.max(1, Math.min(maxPartitions, CYCLE_SETTINGS.partitions.max, wanted));
 }
 
 export const ZERO_COUNTS: CycleCounts = {
@@ -243,12 +215,6 @@ export const ZERO_COUNTS: CycleCounts = {
   pages: 0,
   documentsSeen: 0,
 };
-
-/** Upper bound on owners in flight: with groups of one, the SDK allows 2,000 pending activities. */
-export const MAX_OWNER_CONCURRENCY = 500;
-
-/** Upper bound on owners per activity: one transaction holds their locks. */
-export const MAX_OWNER_GROUP_SIZE = 500;
 
 /**
  * How a cycle spreads owners over activities: `size` owners per activity (one transaction each), at most

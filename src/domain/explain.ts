@@ -1,11 +1,12 @@
 /**
  * `explain`: why a document was, or was not, reminded, as of a day, in words a support desk reads. The
  * rule is the scan's (docs/DESIGN.md, "Due"): in the window, active, not deleted, and no marker at or below
- * its current threshold. This is its reading for one document; the statements that decide it stay in
- * PostgreSQL, and `explain` runs the owner statement's own read (`dueCtes`) beside this to say what the
- * next cycle would send, so the two can be compared and never drift unseen.
+ * its current threshold. This is its reading for one document, by the thresholds rule's TypeScript form
+ * (thresholds.ts), which a property test pins to the SQL that decides; `explain` also runs the owner
+ * statement's own read (`dueCtes`) beside this to say what the next cycle would send.
  */
 import { addDays, daysBetween } from './dates';
+import { crossedThresholds, currentThreshold as currentOf, quietingMarker } from './thresholds';
 
 /** One of the owner's documents as `explain` reads it (never its cipher). */
 export interface ExplainedDocumentInput {
@@ -87,8 +88,8 @@ export function explainDocument(
 ): DocumentExplanation {
   const ascending = [...window.thresholdsDays].sort((a, b) => a - b);
   const daysLeft = doc.expiresAt === null ? null : daysBetween(window.asOfDate, doc.expiresAt);
-  const currentThreshold = daysLeft === null ? null : (ascending.find((t) => daysLeft <= t) ?? null);
-  const thresholdsCrossed = daysLeft === null ? [] : [...ascending].reverse().filter((t) => daysLeft <= t);
+  const currentThreshold = daysLeft === null ? null : (currentOf(daysLeft, window.thresholdsDays) ?? null);
+  const thresholdsCrossed = daysLeft === null ? [] : crossedThresholds(daysLeft, [...ascending].reverse());
   const sorted = [...markers].sort((a, b) => b.thresholdDays - a.thresholdDays);
   const base = { ...doc, daysLeft, thresholdsCrossed, currentThreshold, markers: sorted };
   const say = (verdict: Verdict, why: string): DocumentExplanation => ({ ...base, verdict, why });
@@ -116,8 +117,7 @@ export function explainDocument(
       `not-due: expires in ${daysLeft} days, and the first threshold is ${ascending[ascending.length - 1]} days`,
     );
   }
-  // The reminder that counts is the most urgent one at or below the current threshold (resolution 2).
-  const sent = sorted.filter((m) => m.thresholdDays <= currentThreshold).at(-1);
+  const sent = quietingMarker(sorted, currentThreshold);
   if (sent) {
     const next = ascending.filter((t) => t < sent.thresholdDays).at(-1);
     return say(

@@ -1,6 +1,8 @@
 /**
- * Pure threshold arithmetic of the cycle rules (docs/DESIGN.md#cycle-rules). No I/O and no Node APIs: the workflow bundle, the
- * configuration module and the SQL layer all share it.
+ * The thresholds rule of the cycle (docs/DESIGN.md#cycle-rules), in TypeScript: the form `explain` reads a
+ * document by. The SQL that decides (`currentThresholdSql` and `notRemindedSql` in src/db/candidates.ts) is
+ * pinned to it by a property test (test/integration/due-rule.test.ts: random documents, markers, thresholds and
+ * days; the two answers equal). No I/O and no Node APIs: the workflow bundle and the configuration share it.
  */
 
 /** The largest threshold accepted: ten years. A larger one is a typo, and it would widen every scan. */
@@ -31,7 +33,7 @@ export function parseThresholdList(text: string): number[] {
   return text.split(',').map((part) => (/^\s*\d+\s*$/.test(part) ? Number(part) : Number.NaN));
 }
 
-/** crossed(d): every threshold t with DaysLeft <= t. */
+/** crossed(d): every threshold t with DaysLeft <= t, in the order given (descending: the most urgent last). */
 export function crossedThresholds(daysLeft: number, thresholds: readonly number[]): number[] {
   return thresholds.filter((t) => daysLeft <= t);
 }
@@ -40,4 +42,21 @@ export function crossedThresholds(daysLeft: number, thresholds: readonly number[
 export function currentThreshold(daysLeft: number, thresholds: readonly number[]): number | undefined {
   const crossed = crossedThresholds(daysLeft, thresholds);
   return crossed.length === 0 ? undefined : Math.min(...crossed);
+}
+
+/**
+ * The marker that keeps a document quiet at its current threshold `current`: the most urgent one at or below it
+ * (resolution 2: a marker at or below the current threshold means something at least as urgent was handled),
+ * or undefined when the document is due.
+ */
+export function quietingMarker<M extends { thresholdDays: number }>(
+  markers: readonly M[],
+  current: number,
+): M | undefined {
+  return markers
+    .filter((m) => m.thresholdDays <= current)
+    .reduce<M | undefined>(
+      (lowest, m) => (lowest === undefined || m.thresholdDays < lowest.thresholdDays ? m : lowest),
+      undefined,
+    );
 }

@@ -5,6 +5,7 @@
 import { InvalidArgumentError } from 'commander';
 import { thresholdDays, wholeNumber, type TextParser } from '../config/parsers';
 import { isIsoDate } from '../domain/dates';
+import { CYCLE_SETTINGS, type CycleSettingName } from '../domain/settings';
 
 /** `parse` as a commander argument parser: a bad text is an InvalidArgumentError with its `expected` sentence. */
 function argument<T>(parse: TextParser<T>): (text: string) => T {
@@ -25,6 +26,13 @@ export const thresholds = argument(thresholdDays);
 
 /** A whole number from `min` to `max`. */
 export const wholeNumberFrom = (min: number, max: number) => argument(wholeNumber(min, max));
+
+/** Cycle setting `name`, by the settings table's bounds (domain/settings.ts), as its variable and a run take it. */
+export const settingArgument = (name: CycleSettingName) =>
+  wholeNumberFrom(CYCLE_SETTINGS[name].min, CYCLE_SETTINGS[name].max);
+
+/** `min-max` of cycle setting `name`, for a help text. */
+export const bounds = (name: CycleSettingName) => `${CYCLE_SETTINGS[name].min}-${CYCLE_SETTINGS[name].max}`;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -15,7 +15,6 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
-  DEFAULT_PAGES_PER_CLAIM,
   EVENTS_PER_ACTIVITY,
   type CycleSettings,
   type CycleStatus,
@@ -23,6 +22,7 @@ import {
   type PartitionRef,
   type PartitionResult,
 } from '../domain/cycle';
+import { CYCLE_SETTINGS } from '../domain/settings';
 import { ownerClaimActivity, retryBusyOwners } from './busy-retries';
 import {
   activitiesThatFit,
@@ -132,7 +132,7 @@ async function claimPages(run: PartitionRun): Promise<CycleStatus> {
 function claimInSpan(run: PartitionRun): Promise<boolean> {
   const { counts, jobRunId, settings, partition } = run;
   const page = counts.pages + 1;
-  const pages = settings.pagesPerClaim ?? DEFAULT_PAGES_PER_CLAIM;
+  const pages = settings.pagesPerClaim ?? CYCLE_SETTINGS.pagesPerClaim.default;
   const attributes = { correlationId: jobRunId, page, partition: partition.index + 1, batchSize: settings.batchSize };
   return tracer.startActiveSpan('claim', { attributes }, async (span) => {
     try {

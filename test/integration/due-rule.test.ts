@@ -2,10 +2,17 @@
  * Resolution 2 end to end through PostgreSQL: a document is due only when it has no marker at any
  * threshold t ≤ current(d). Random threshold sets over random days run through the product's statements
  * (the page scan, the owner claim, the prune, `cycle preview` and the backlog count) and are checked
- * against a small model of the rule, in the style of test/unit/thresholds.test.ts.
+ * against a small model of the rule, in the style of test/unit/thresholds.test.ts; and the rule's TypeScript
+ * form, as `explain` reads each document by it (src/domain/thresholds.ts), gives the SQL's answer.
  */
 import crypto from 'node:crypto';
-import { countDueDocuments, selectCandidatePage, type CandidateWindow } from '../../src/db/candidates';
+import {
+  countDueDocuments,
+  selectCandidatePage,
+  selectPruneCutoff,
+  type CandidateWindow,
+} from '../../src/db/candidates';
+import { explainDocument } from '../../src/domain/explain';
 import { withTransaction } from '../../src/db/pool';
 import { deleteExpiredMarkers, raisePruneCutoff } from '../../src/db/reminders';
 import { claimOwners } from '../support/claims';
@@ -28,6 +35,8 @@ interface ModelDocument {
   ownerUserId: string;
   expiresAt: string;
   markers: Set<number>;
+  /** Archived or deleted: never due. */
+  inactive?: 'Archived' | 'deleted';
 }
 
 /** The rule, written plainly: what is due on `asOfDate` under `thresholds`, as "documentId:threshold". */
@@ -39,6 +48,7 @@ function modelDue(
   const due = new Map<string, { doc: ModelDocument; current: number }>();
   const max = Math.max(...thresholds);
   for (const doc of docs) {
+    if (doc.inactive) continue;
     const daysLeft = daysBetween(asOfDate, doc.expiresAt);
     if (daysLeft < -RETENTION_DAYS || daysLeft > max) continue;
     const current = currentThreshold(daysLeft, thresholds);
@@ -85,21 +95,70 @@ function seeded(firstSeed: number, name: string, fn: (next: () => number, seed: 
 
 const key = (documentId: string, threshold: number) => `${documentId}:${threshold}`;
 
+/**
+ * What `explain`'s reading (the rule's TypeScript form) says is due on `window`'s day, as "documentId:threshold":
+ * every document of the table and its markers as the database holds them now, read one by one.
+ */
+async function explainedDue(window: CandidateWindow): Promise<string[]> {
+  const { rows } = await stack.db.admin.query<{
+    id: string;
+    type: string;
+    number_mask: string;
+    status: string;
+    is_deleted: boolean;
+    expires_at: string | null;
+    markers: { thresholdDays: number; remindedAt: string }[];
+  }>(
+    `select d.id, d.type, d.number_mask, d.status, d.is_deleted, d.expires_at,
+            coalesce(jsonb_agg(jsonb_build_object('thresholdDays', r.threshold_days, 'remindedAt', r.reminded_at))
+                     filter (where r.id is not null), '[]') as markers
+       from profile.person_documents d
+       left join profile.document_expiry_reminders r on r.document_id = d.id
+      group by d.id`,
+  );
+  const pruneCutoff = await selectPruneCutoff(stack.db.admin);
+  return rows.flatMap((r) => {
+    const read = explainDocument(
+      {
+        documentId: r.id,
+        type: r.type,
+        numberMask: r.number_mask,
+        status: r.status,
+        isDeleted: r.is_deleted,
+        expiresAt: r.expires_at,
+      },
+      r.markers.map((m) => ({ ...m, queuedBy: null })),
+      { ...window, pruneCutoff },
+    );
+    return read.verdict === 'due' ? [key(r.id, read.currentThreshold!)] : [];
+  });
+}
+
 seeded(
   1_000,
   'random thresholds over random days: the scan, the claim, preview and the backlog follow the model (seed %i)',
   async (next, seed) => {
     const owners = Array.from({ length: 5 }, () => crypto.randomUUID());
-    const docs: ModelDocument[] = Array.from({ length: 24 }, () => ({
-      id: crypto.randomUUID(),
-      ownerUserId: owners[Math.floor(next() * owners.length)],
-      expiresAt: addDays(BASE_DATE, Math.floor(next() * 180) - 40),
-      markers: new Set<number>(),
-    }));
+    const docs: ModelDocument[] = Array.from({ length: 24 }, () => {
+      const odd = next();
+      return {
+        id: crypto.randomUUID(),
+        ownerUserId: owners[Math.floor(next() * owners.length)],
+        expiresAt: addDays(BASE_DATE, Math.floor(next() * 180) - 40),
+        markers: new Set<number>(),
+        ...(odd < 0.1 ? { inactive: 'Archived' as const } : odd < 0.15 ? { inactive: 'deleted' as const } : {}),
+      };
+    });
     await insertDocuments(
       stack.db.admin,
       BASE_DATE,
-      docs.map((d) => ({ id: d.id, ownerUserId: d.ownerUserId, daysLeft: daysBetween(BASE_DATE, d.expiresAt) })),
+      docs.map((d) => ({
+        id: d.id,
+        ownerUserId: d.ownerUserId,
+        daysLeft: daysBetween(BASE_DATE, d.expiresAt),
+        ...(d.inactive === 'Archived' ? { status: 'Archived' as const } : {}),
+        ...(d.inactive === 'deleted' ? { isDeleted: true } : {}),
+      })),
     );
     /** Thresholds each document was reminded at, in the order sent. */
     const sent = new Map<string, number[]>();
@@ -119,10 +178,10 @@ seeded(
       const scan = await scanOwners(window, batchSize);
       expect([context, [...scan.documents].sort()]).toEqual([context, [...expected.keys()].sort()]);
       const preview = await previewCycle(stack.db.worker, window, batchSize);
-      expect([
-        context,
-        preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort(),
-      ]).toEqual([context, expectedKeys]);
+      const sqlDue = preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort();
+      expect([context, sqlDue]).toEqual([context, expectedKeys]);
+      // The rule's TypeScript form, as `explain` reads every document and its markers, says what the SQL says.
+      expect([context, (await explainedDue(window)).sort()]).toEqual([context, sqlDue]);
 
       // The cycle: claim the scanned owners, then prune.
       const claims = await withTransaction(stack.db.worker, (tx) =>
@@ -184,6 +243,13 @@ seeded(
         retentionDays: RETENTION_DAYS,
       };
       const scan = await scanOwners(window, 7);
+      // Below a prune cutoff, after a step back: `explain`'s reading still says what the SQL says.
+      const preview = await previewCycle(stack.db.worker, window, 7);
+      expect([seed, step, (await explainedDue(window)).sort()]).toEqual([
+        seed,
+        step,
+        preview.owners.flatMap((o) => o.documents.map((d) => key(d.documentId, d.thresholdDays))).sort(),
+      ]);
       const claims = await withTransaction(stack.db.worker, (tx) =>
         claimOwners(tx, {
           ...window,

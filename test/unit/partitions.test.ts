@@ -4,8 +4,11 @@
  */
 import crypto from 'node:crypto';
 import { idRanges } from '../../src/db/candidates';
-import { MAX_PARTITIONS, partitionCount, partitionOfWorkflowId, partitionWorkflowId } from '../../src/domain/cycle';
+import { partitionCount, partitionOfWorkflowId, partitionWorkflowId } from '../../src/domain/cycle';
+import { CYCLE_SETTINGS } from '../../src/domain/settings';
 import { mulberry32 } from '../../scripts/faults/model';
+
+const MAX_PARTITIONS = CYCLE_SETTINGS.partitions.max;
 
 describe('partitionCount', () => {
   it('gives a small day and a day with nothing due one partition, and a big day one per partition size', () => {
