@@ -198,8 +198,8 @@ export function buildProgram(config: () => Config): Command {
   cycle
     .command('preview')
     .description(
-      'list what a cycle would send, owner by owner, without writing anything ' +
-        '(a read-only transaction as the worker, DATABASE_URL)',
+      'list what a cycle would send, owner by owner, without writing anything (a read-only transaction as ' +
+        'the support role, SUPPORT_DATABASE_URL, where set; else as the worker, DATABASE_URL)',
     )
     .option('--as-of <date>', "the cycle's AsOf date (YYYY-MM-DD, UTC; default today)", date)
     .option('--thresholds <list>', 'override REMINDER_THRESHOLDS_DAYS, e.g. 30,7,1,0', thresholds)
@@ -318,7 +318,9 @@ export function buildProgram(config: () => Config): Command {
     .argument('[id]', 'the parked row to retry', outboxRowId)
     .option('--all', 'every parked row')
     .action(async (id: string | undefined, opts: { all?: boolean }, cmd: Command) => {
-      if (Boolean(id) === Boolean(opts.all)) cmd.error('error: give either a row id or --all');
+      if (Boolean(id) === Boolean(opts.all)) {
+        cmd.error('error: give either a row id or --all', { exitCode: EXIT_CODES.usage });
+      }
       print(await retryParkedCommand(config(), id ? { id } : { all: true }));
     });
 

@@ -18,6 +18,10 @@ import {
 } from '../../src/domain/explain';
 import { explanationText, type Explanation } from '../../src/operations/explain';
 import { EXIT_CODES } from '../../src/run-main';
+import { buildProgram } from '../../src/client';
+import type { Command, CommanderError } from 'commander';
+
+const OWNER = '0190f3a2-7c1e-7abc-8000-00000000000a';
 import { addDays } from '../../src/domain/dates';
 import { mulberry32 } from '../../scripts/faults/model';
 
@@ -285,5 +289,28 @@ describe('exit codes', () => {
 
   it('the client exits with no code of its own: each comes from EXIT_CODES', () => {
     expect(read('src/client.ts')).not.toMatch(/exitCode:\s*\d/);
+  });
+
+  it.each([
+    ['explain', []],
+    ['explain', ['--owner', OWNER, '--document', OWNER]],
+    ['outbox retry', []],
+    ['outbox retry', [OWNER, '--all']],
+  ])('%s with neither or both of its alternatives (%j) exits 64, as README says', async (command, args) => {
+    const program = buildProgram(() => {
+      throw new Error('parsed only: no configuration is read');
+    });
+    const quiet = (c: Command): void => {
+      c.configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+      c.commands.forEach(quiet);
+    };
+    quiet(program);
+    let code: number | undefined;
+    try {
+      await program.parseAsync([...command.split(' '), ...args], { from: 'user' });
+    } catch (err) {
+      code = (err as CommanderError).exitCode;
+    }
+    expect(code).toBe(EXIT_CODES.usage);
   });
 });
