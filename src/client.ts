@@ -4,7 +4,7 @@
  */
 import { ScheduleNotFoundError, WorkflowFailedError, type Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadConfig, workerVersion, type Config } from './config';
 import { utcDate } from './domain/dates';
 import { CYCLE_SETTINGS } from './domain/settings';
 import { SCHEDULE_ID } from './domain/names';
@@ -17,6 +17,7 @@ import {
   ownerId,
   settingArgument,
   thresholds,
+  waitDuration,
   wholeNumberFrom,
 } from './operations/arguments';
 import { explainCommand, explanationText } from './operations/explain';
@@ -67,6 +68,13 @@ async function withSchedule<T>(
     }
   });
 }
+
+/**
+ * How long `deployment current` waits by default for the version's first poll: what `npm run stack` waits for a
+ * worker it started, so a deploy that makes a version current right after starting its workers (compose's
+ * one-shot) finds them.
+ */
+const WAIT_FOR_POLLERS_MS = 120_000;
 
 /** The command tree; exported so tests can drive it in-process. */
 export function buildProgram(config: () => Config): Command {
@@ -249,22 +257,31 @@ export function buildProgram(config: () => Config): Command {
     )
     .argument(
       '[buildId]',
-      "the version's build id (as `deployment status` or the worker's start log shows it); default: " +
-        "TEMPORAL_WORKER_BUILD_ID, this image's own",
+      "the version's build id (as `deployment status` or the worker's start log shows it); default: the one a " +
+        "worker started here takes, TEMPORAL_WORKER_BUILD_ID (an image's own), else this checkout's commit",
       nonEmpty,
+    )
+    .option(
+      '--wait <duration>',
+      "how long to wait for the version's workers to poll, e.g. just after they started (0: not at all)",
+      waitDuration,
+      WAIT_FOR_POLLERS_MS,
     )
     .option(
       '--allow-unversioned-cycles',
       'make it current although cycles of unversioned workers are open (they move to this version mid-cycle)',
     )
-    .action(async (buildId: string | undefined, opts: { allowUnversionedCycles?: boolean }, cmd: Command) => {
+    .action(async (buildId: string | undefined, opts: { wait: number; allowUnversionedCycles?: boolean }) => {
       const cfg = config();
-      const version = buildId ?? cfg.temporal.buildId;
-      if (!version)
-        cmd.error('error: give the build id (TEMPORAL_WORKER_BUILD_ID is not set here)', {
-          exitCode: EXIT_CODES.usage,
-        });
-      print(await withClient(cfg, (c) => makeCurrent(c, cfg, version!, opts)));
+      const version = buildId ?? workerVersion(cfg).buildId;
+      print(
+        await withClient(cfg, (c) =>
+          makeCurrent(c, cfg, version, {
+            waitForPollersMs: opts.wait,
+            allowUnversionedCycles: opts.allowUnversionedCycles,
+          }),
+        ),
+      );
     });
   deployment
     .command('ramp')

@@ -3,7 +3,7 @@
  * option overrides a variable, so both accept the same text, and the client's own kinds of text.
  */
 import { InvalidArgumentError } from 'commander';
-import { thresholdDays, wholeNumber, type TextParser } from '../config/parsers';
+import { durationOrZero, thresholdDays, wholeNumber, type TextParser } from '../config/parsers';
 import { isIsoDate } from '../domain/dates';
 import { CYCLE_SETTINGS, type CycleSettingName } from '../domain/settings';
 
@@ -23,6 +23,9 @@ export const date = argument((text) =>
 
 /** A thresholds list, as REMINDER_THRESHOLDS_DAYS takes it. */
 export const thresholds = argument(thresholdDays);
+
+/** A duration with a unit (`90s`, `2m`), or `0`: how long to wait. */
+export const waitDuration = argument(durationOrZero('2m'));
 
 /** A whole number from `min` to `max`. */
 export const wholeNumberFrom = (min: number, max: number) => argument(wholeNumber(min, max));

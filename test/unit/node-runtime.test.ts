@@ -50,3 +50,34 @@ describe('the Node the project runs on', () => {
     expect(versionOf(process.execPath, ['-e', load])).toBe(process.version);
   });
 });
+
+describe("npm ci's first check (scripts/check-npm.cjs, the preinstall)", () => {
+  /** The check as npm runs it under `agent` (npm's npm_config_user_agent). */
+  const check = (agent: string | undefined) =>
+    spawnSync(process.execPath, [path.join(repoRoot, 'scripts/check-npm.cjs')], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      env: { ...process.env, npm_config_user_agent: agent },
+    });
+
+  it.each([
+    'npm/10.8.2 node/v20.17.0 linux x64',
+    'npm/11.0.0 node/v22.9.0 linux x64',
+    'npm/11.6.0 node/v24.0.0 linux x64',
+  ])("stops an npm that would not link the project's Node (%s), naming the fix", (agent) => {
+    const result = check(agent);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('needs npm 11.7 or newer');
+    expect(result.stderr).toContain('npm install -g npm@11');
+  });
+
+  it.each([
+    'npm/11.7.0 node/v20.17.0 linux x64',
+    'npm/11.19.1 node/v20.20.2 linux x64',
+    'npm/12.0.0 node/v24.1.0 linux x64',
+    undefined,
+  ])('the mirror: lets %s through', (agent) => {
+    const result = check(agent);
+    expect([result.status, result.stderr]).toEqual([0, '']);
+  });
+});
