@@ -1,5 +1,5 @@
 /**
- * The first versioned deploy (docs/SAFE-DEPLOYS.md): the previous landing's workers (`bench/compare-base`,
+ * The first versioned deploy (docs/SAFE-DEPLOYS.md): the last unversioned release's workers (`e4cc916`,
  * exported from git, with its own workflow bundle) are unversioned; this release's declare a version. Both poll
  * one task queue, as during the rollout. No version is current yet, so every cycle (the one open and any new
  * one) runs on the unversioned workers; `deployment current` refuses while an unversioned cycle is open, since
@@ -8,7 +8,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { prepareRevision, resolveRevisions } from '../../bench/compare/revisions';
 import type { CycleResult } from '../../src/domain/cycle';
@@ -25,9 +24,15 @@ const FIRST_DAY_OWNERS = 120;
 const NEXT_OWNERS = 40;
 const RELEASE = 'this-release';
 
-/** Why the previous landing cannot be run here (a shallow clone, a base commit not fetched), or undefined. */
+/**
+ * The last release whose workers declared no version (issue 36 made them versioned after it): the release a first
+ * versioned deploy replaces. Fixed, not `bench/compare-base`, which moves with every landing.
+ */
+const LAST_UNVERSIONED = 'e4cc9166da80ff47249067d3d88f495699cddeff';
+
+/** Why the last unversioned release cannot be run here (a shallow clone, its commit not fetched), or undefined. */
 function previousLandingMissing(): string | undefined {
-  const base = fs.readFileSync(path.join(ROOT, 'bench', 'compare-base'), 'utf8').trim();
+  const base = LAST_UNVERSIONED;
   try {
     execFileSync('git', ['rev-parse', '--verify', '--quiet', `${base}^{commit}`], {
       cwd: ROOT,
@@ -35,7 +40,7 @@ function previousLandingMissing(): string | undefined {
     });
     return undefined;
   } catch {
-    return `the previous landing ${base.slice(0, 12)} (bench/compare-base) is no commit of this clone (shallow, or not fetched: git fetch --unshallow)`;
+    return `the last unversioned release ${base.slice(0, 12)} is no commit of this clone (shallow, or not fetched: git fetch --unshallow)`;
   }
 }
 
@@ -52,7 +57,7 @@ const expectCycle = (result: CycleResult, owners: number) =>
 (missing ? test.skip : test)(
   'the first versioned deploy: an open unversioned cycle ends on the previous workers, making the release current waits for it, the next cycle runs on the release; one event per owner',
   async () => {
-    const [previous] = resolveRevisions([fs.readFileSync(path.join(ROOT, 'bench', 'compare-base'), 'utf8').trim()]);
+    const [previous] = resolveRevisions([LAST_UNVERSIONED]);
     prepareRevision(previous, () => {});
     await insertDocuments(
       stack.db.admin,
