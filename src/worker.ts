@@ -58,6 +58,9 @@ async function main(): Promise<void> {
         host: config.metricsHost,
         beforeScrape: backlog.scrape,
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
+        // Healthy once it polls: a deploy that waits for health (compose's one-shot) then makes a version
+        // current that serves. Before, /healthz answered before the schema check and the Temporal connection.
+        notReady: () => (worker?.getState() === 'RUNNING' ? undefined : 'starting: not polling the task queue yet'),
       });
     }
     const schemaProblems = await workerSchemaProblems(pool);

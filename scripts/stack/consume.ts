@@ -1,6 +1,7 @@
 /** Reading the real topic back, as a consumer would (the demo and the tests use it). */
 import crypto from 'node:crypto';
 import { Kafka, logLevel, type Consumer, type IHeaders } from 'kafkajs';
+import { dropKafkajsNegativeTimeoutWarning } from '../../src/relay/kafkajs-workarounds';
 import { ensureTopic } from '../../src/relay/kafka';
 import { TOPIC } from '../../src/domain/names';
 
@@ -29,6 +30,7 @@ export async function consumeUntil(
   timeoutMs = 60_000,
   topic = TOPIC,
 ): Promise<ConsumedMessage[]> {
+  dropKafkajsNegativeTimeoutWarning();
   const kafka =
     typeof from === 'string'
       ? new Kafka({ clientId: 'test-consumer', brokers: from.split(','), logLevel: logLevel.NOTHING })

@@ -174,10 +174,33 @@ async function startDevTemporal(
   cliPath: string | undefined,
   log: (line: string) => void,
 ): Promise<RunningTemporal> {
-  const port = await freePort();
-  let uiPort = options.ui === false ? undefined : await freePort();
-  // A port just released can be handed out again: the two must differ.
-  while (uiPort === port) uiPort = await freePort();
+  // A port chosen free can be taken by another process before the server binds it (seen about once in ten
+  // starts on a busy machine: `bind: address already in use`, then the dev server exits): new ports, again.
+  for (let tries = 1; ; tries += 1) {
+    const port = await freePort();
+    let uiPort = options.ui === false ? undefined : await freePort();
+    // A port just released can be handed out again: the two must differ.
+    while (uiPort === port) uiPort = await freePort();
+    try {
+      return await startDevTemporalOn(options, cliPath, log, port, uiPort);
+    } catch (err) {
+      if (tries >= DEV_TEMPORAL_TRIES) throw err;
+      log(`Temporal dev server did not start on ${port} (${errorOf(err).message}); trying other ports`);
+    }
+  }
+}
+
+/** Starts of the dev server on other ports before the stack gives up (each port may have been taken). */
+const DEV_TEMPORAL_TRIES = 3;
+
+/** The dev server on `port` (and its Web UI on `uiPort`). */
+async function startDevTemporalOn(
+  options: StackOptions,
+  cliPath: string | undefined,
+  log: (line: string) => void,
+  port: number,
+  uiPort: number | undefined,
+): Promise<RunningTemporal> {
   const startTemporal = () =>
     TestWorkflowEnvironment.createLocal({
       server: {

@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { dropKafkajsNegativeTimeoutWarning } from '../../src/relay/kafkajs-workarounds';
 import { ensureTopic } from '../../src/relay/kafka';
 import { TOPIC } from '../../src/domain/names';
 import { freePort } from '../../src/observability/ports';
@@ -62,6 +63,7 @@ interface ClientLogin {
 
 /** One quiet client per use: kafkajs logs every refused connection at ERROR while the broker starts. */
 function client(brokers: string, login?: ClientLogin): Kafka {
+  dropKafkajsNegativeTimeoutWarning();
   return new Kafka({
     clientId: 'expiry-reminder-stack',
     brokers: brokers.split(','),

@@ -67,12 +67,23 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
 }
 
 /**
- * A launcher for `cliPath` whose stdout goes to stderr. The SDK starts the dev server with our stdout,
- * where it prints its banner; `npm run stack` promises only `export` lines there, so that
- * `eval "$(npm run -s stack -- --background)"` works. The launcher lives in the cache, one per binary.
+ * What the dev server logs at ERROR that is no error: a task queue's state written while the server unloads
+ * that queue (a test's worker stopped, the server shutting down) gives up with `context canceled`. A passing
+ * `npm test` printed dozens of these, which a newcomer reads as failures.
+ */
+const BENIGN_SERVER_ERROR = '"msg":"Persistent store operation failure".*"error":"context canceled"';
+
+/**
+ * A launcher for `cliPath` whose stdout goes to stderr, without the {@link BENIGN_SERVER_ERROR} lines. The SDK
+ * starts the dev server with our stdout, where it prints its banner; `npm run stack` promises only `export`
+ * lines there, so that `eval "$(npm run -s stack -- --background)"` works. The server is exec'd (the SDK stops
+ * the process it started) and its output goes through a filter that ends with it. The launcher lives in the
+ * cache, one per binary.
  */
 export function stdoutToStderrLauncher(cliPath: string): string {
-  const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}.sh`;
-  const script = `#!/bin/sh\nexec '${cliPath.replace(/'/g, `'\\''`)}' "$@" 1>&2\n`;
+  const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}-filtered.sh`;
+  const script =
+    '#!/usr/bin/env bash\n' +
+    `exec '${cliPath.replace(/'/g, `'\\''`)}' "$@" > >(grep --line-buffered -v -E '${BENIGN_SERVER_ERROR}' 1>&2) 2>&1\n`;
   return writeExecutableScript(cacheDir('launchers', name), script);
 }

@@ -153,13 +153,19 @@ export interface MetricsServerOptions {
   beforeScrape?: () => Promise<void>;
   /** A Prometheus text page to append (the Temporal SDK's own exporter). */
   extraUrl?: string;
+  /**
+   * What `/healthz` answers: undefined when the process serves (200), else what it still waits for (503 with
+   * those words). Absent: it serves as soon as the server listens.
+   */
+  notReady?: () => string | undefined;
 }
 
 /** Serves `/metrics` (and `/healthz`); resolves with the server once listening. */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      const waiting = options.notReady?.();
+      res.writeHead(waiting ? 503 : 200, { 'content-type': 'text/plain' }).end(waiting ? `${waiting}\n` : 'ok\n');
       return;
     }
     if (req.url !== '/metrics') {

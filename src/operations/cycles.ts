@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { requireDatabaseUrl, type Config } from '../config';
-import type { CycleInput, CycleResult } from '../domain/cycle';
+import { scheduledCycleTimeoutMs, type CycleInput, type CycleResult } from '../domain/cycle';
 import { selectCandidatePage, type CandidateWindow, type PageCursor } from '../db/candidates';
 import { createPool, withTransaction, type Queryable } from '../db/pool';
 import { selectDueDocumentsOfOwners } from '../db/preview';
@@ -227,6 +227,9 @@ export async function runManualCycle(
     taskQueue: config.temporal.taskQueue,
     workflowId: `${MANUAL_WORKFLOW_ID_PREFIX}-${day}-${crypto.randomBytes(3).toString('hex')}`,
     args: [input],
+    // As a scheduled cycle's: a cycle that can make no progress (pinned to a version whose workers are gone)
+    // ends within a day instead of waiting for good.
+    workflowExecutionTimeout: scheduledCycleTimeoutMs(config.schedule.intervalMs),
     ...manualCycleMetadata(options.asOf, config),
   });
   const ids = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };

@@ -4,6 +4,7 @@ import { runClient } from '../support/cli';
 import { resultWithProgress } from '../../src/operations/progress';
 import { applySchedule } from '../../src/operations/schedule';
 import { cycleStartedBy, scheduleActionRuns, triggerSchedule } from '../../src/operations/schedule-runs';
+import { scheduledCycleTimeoutMs } from '../../src/domain/cycle';
 import { utcDate } from '../../src/domain/dates';
 import { insertDocuments, outbox } from '../support/data';
 import { resetData, testConfig } from '../support/stack';
@@ -73,6 +74,13 @@ test('cycle run --as-of --wait prints the result as JSON', async () => {
       result: expect.objectContaining({ status: 'completed', asOf: '2025-03-01T00:00:00.000Z', remindersSent: 1 }),
     }),
   );
+  // A manual cycle ends within a day as a scheduled one does, should it never make progress (a version
+  // without workers): the execution timeout of scheduled cycles, 90 % of the polling interval.
+  const { workflowId } = printed as { workflowId: string };
+  const { raw } = await stack.client.workflow.getHandle(workflowId).describe();
+  const timeoutMs = Number(raw.executionConfig?.workflowExecutionTimeout?.seconds ?? 0) * 1000;
+  expect(timeoutMs).toBe(scheduledCycleTimeoutMs(stack.config.schedule.intervalMs));
+  expect(timeoutMs).toBeLessThan(24 * 3_600_000);
 });
 
 test('schedule trigger --wait prints the cycle it started and its result; stdout stays one JSON document', async () => {

@@ -292,3 +292,92 @@ test('temporal workflow list with a query on ReminderOutcome, RemindersSent and 
   ]);
   expect(await listWorkflows(`${scope} AND ReminderAsOf >= "2025-08-02T00:00:00Z"`)).toEqual([]);
 });
+
+test("OPERATIONS' `temporal worker deployment` commands, as written: make current, describe, ramp and end it, list a version's cycles, back to unversioned", async () => {
+  const taskQueue = `test-${crypto.randomUUID()}`;
+  const deployment = `test-${crypto.randomUUID().slice(0, 8)}`;
+  stack.trackTaskQueue(taskQueue);
+  const config = { ...testConfig(), temporal: { ...testConfig().temporal, taskQueue, deploymentName: deployment } };
+  for (const buildId of ['n', 'n-plus-1']) {
+    await stack.startWorker({ taskQueue, config, version: { deploymentName: deployment, buildId } });
+  }
+  const setCurrent = (...args: string[]) =>
+    temporalCli('worker', 'deployment', 'set-current-version', '--deployment-name', deployment, ...args, '--yes');
+  const setRamping = (...args: string[]) =>
+    temporalCli('worker', 'deployment', 'set-ramping-version', '--deployment-name', deployment, ...args, '--yes');
+  /** Where new cycles go, as `worker deployment describe` prints it. */
+  const routing = async () => {
+    const described = await temporalJson<{
+      routingConfig?: {
+        currentVersionBuildID?: string;
+        rampingVersionBuildID?: string;
+        rampingVersionPercentage?: number;
+      };
+    }>('worker', 'deployment', 'describe', '--name', deployment);
+    const r = described.routingConfig ?? {};
+    return {
+      current: r.currentVersionBuildID ?? '',
+      ramping: r.rampingVersionBuildID ?? '',
+      percent: r.rampingVersionPercentage ?? 0,
+    };
+  };
+
+  // A version is known to the server once its workers have polled.
+  await eventually(
+    () =>
+      setCurrent('--build-id', 'n').then(
+        () => true,
+        () => undefined,
+      ),
+    'version n made current',
+  );
+  expect(await routing()).toEqual({ current: 'n', ramping: '', percent: 0 });
+  const version = await temporalJson<Record<string, unknown>>(
+    'worker',
+    'deployment',
+    'describe-version',
+    '--deployment-name',
+    deployment,
+    '--build-id',
+    'n',
+  );
+  // The version serves the test's task queue: its workers polled it.
+  expect(version).toEqual(
+    expect.objectContaining({
+      BuildID: 'n',
+      taskQueuesInfos: expect.arrayContaining([{ name: taskQueue, type: 'workflow' }]),
+    }),
+  );
+
+  await eventually(
+    () =>
+      setRamping('--build-id', 'n-plus-1', '--percentage', '10').then(
+        () => true,
+        () => undefined,
+      ),
+    'n-plus-1 ramping',
+  );
+  expect(await routing()).toEqual({ current: 'n', ramping: 'n-plus-1', percent: 10 });
+  await setRamping('--delete');
+  expect(await routing()).toEqual({ current: 'n', ramping: '', percent: 0 });
+
+  const handle = await stack.startCycle({ asOf: '2025-08-01' }, { taskQueue });
+  await handle.result();
+  const query = `TemporalWorkerDeploymentVersion = '${deployment}:n' AND TaskQueue = '${taskQueue}'`;
+  const listed = await eventually(async () => {
+    const l = await listWorkflows(query);
+    return l.length > 0 ? l : undefined;
+  }, "the cycle in version n's list");
+  expect(listed.map((wf) => wf.execution.workflowId)).toEqual([handle.workflowId]);
+  // Its open cycles: none once it ended (the CLI prints no count at zero).
+  const open = await temporalJson<{ count?: string }>(
+    'workflow',
+    'count',
+    '--query',
+    `${query} AND ExecutionStatus = 'Running'`,
+  );
+  expect(Number(open.count ?? 0)).toBe(0);
+
+  await setCurrent('--unversioned');
+  expect((await routing()).current).toBe('');
+});

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { dropKafkajsNegativeTimeoutWarning } from '../../src/relay/kafkajs-workarounds';
 import type pg from 'pg';
 import { loadConfig } from '../../src/config';
 import { createKafka, ensureTopic } from '../../src/relay/kafka';
@@ -53,6 +54,7 @@ function stackKafkaEnv(user: 'relay' | 'admin' = 'relay'): Record<string, string
  */
 export function stackKafka(user: 'relay' | 'admin' = 'admin', clientId = 'test-consumer'): Kafka {
   if (!process.env.KAFKA_SASL_MECHANISM) {
+    dropKafkajsNegativeTimeoutWarning();
     return new Kafka({ clientId, brokers: stackBrokers().split(','), logLevel: logLevel.NOTHING });
   }
   return createKafka(loadConfig({ ...stackKafkaEnv(user), KAFKA_CLIENT_ID: clientId }));

@@ -56,3 +56,30 @@ describe('METRICS_HOST', () => {
     }
   });
 });
+
+describe('/healthz', () => {
+  it('answers 503 with what the process waits for until it serves (the worker: until it polls), then 200', async () => {
+    let waiting: string | undefined = 'starting: not polling the task queue yet';
+    const server = await startMetricsServer({
+      registry: createRelayMetrics().registry,
+      port: 0,
+      host: '127.0.0.1',
+      notReady: () => waiting,
+    });
+    try {
+      const port = (server.address() as { port: number }).port;
+      const health = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+        return [res.status, (await res.text()).trim()];
+      };
+      expect(await health()).toEqual([503, 'starting: not polling the task queue yet']);
+      waiting = undefined;
+      expect(await health()).toEqual([200, 'ok']);
+      // The mirror: shutting down (draining) is not serving.
+      waiting = 'stopping';
+      expect(await health()).toEqual([503, 'stopping']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
