@@ -267,21 +267,10 @@ export function buildProgram(config: () => Config): Command {
       waitDuration,
       WAIT_FOR_POLLERS_MS,
     )
-    .option(
-      '--allow-unversioned-cycles',
-      'make it current although cycles of unversioned workers are open (they move to this version mid-cycle)',
-    )
-    .action(async (buildId: string | undefined, opts: { wait: number; allowUnversionedCycles?: boolean }) => {
+    .action(async (buildId: string | undefined, opts: { wait: number }) => {
       const cfg = config();
       const version = buildId ?? workerVersion(cfg).buildId;
-      print(
-        await withClient(cfg, (c) =>
-          makeCurrent(c, cfg, version, {
-            waitForPollersMs: opts.wait,
-            allowUnversionedCycles: opts.allowUnversionedCycles,
-          }),
-        ),
-      );
+      print(await withClient(cfg, (c) => makeCurrent(c, cfg, version, { waitForPollersMs: opts.wait })));
     });
   deployment
     .command('ramp')

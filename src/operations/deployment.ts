@@ -239,23 +239,27 @@ async function routingChange(
  * open cycles stay on the version that started them. A rollback is the same command with the older build id.
  *
  * Refused when the version has no workers polling, and while cycles started by unversioned workers are open
- * (the first versioned deploy): those would move to this version mid-cycle (docs/SAFE-DEPLOYS.md), unless
- * `allowUnversionedCycles`. `waitForPollersMs`: how long to wait for the version's first poll (a starter that
- * has just started the workers), default none.
+ * (the first versioned deploy): those would move to this version mid-cycle and fail every workflow task on a
+ * patch marker the new code no longer has (docs/SAFE-DEPLOYS.md), so there is no way to force it; the refusal
+ * says how to end them. `waitForPollersMs`: how long to wait for the version's first poll (a starter that has
+ * just started the workers), default none.
  */
 export async function makeCurrent(
   client: Client,
   target: Target,
   buildId: string,
-  options: { allowUnversionedCycles?: boolean; waitForPollersMs?: number } = {},
+  options: { waitForPollersMs?: number } = {},
 ): Promise<RoutingChange> {
   const before = await deploymentStatus(client, target);
   const pollers = await requirePollers(client, target, buildId, options.waitForPollersMs);
-  if (before.current === null && before.unversionedOpenCycles > 0 && !options.allowUnversionedCycles) {
+  if (before.current === null && before.unversionedOpenCycles > 0) {
     throw new DeploymentRefusal(
       `${before.unversionedOpenCycles} cycle(s) started by unversioned workers are still open on task queue ` +
-        `${before.taskQueue}; made current now, version ${buildId} would run the rest of them. Wait until ` +
-        '`deployment status` shows unversionedOpenCycles 0 (docs/SAFE-DEPLOYS.md, "The first versioned deploy")',
+        `${before.taskQueue}; made current now, version ${buildId} would run the rest of them, and fail on their ` +
+        'history. Wait until `deployment status` shows unversionedOpenCycles 0 (keep the unversioned workers ' +
+        'running; a cycle ends within its REMINDER_MAX_RUN_DURATION), or end them: `temporal workflow terminate ' +
+        '--workflow-id <id> --reason "first versioned deploy"` and start a cycle on the new version once it is ' +
+        'current (the ledger sends nothing twice). docs/SAFE-DEPLOYS.md, "The first versioned deploy"',
     );
   }
   await routeOnceRegistered(buildId, options.waitForPollersMs ?? 0, () =>

@@ -82,11 +82,20 @@ function fromTemporal<T>(config: Config, fn: (client: Client) => Promise<T>): Pr
  * The connections `explain` reads with: the support role's (SUPPORT_DATABASE_URL) for both; without it, as
  * before that role existed, the worker's for the documents and the relay's for the outbox.
  */
-function readUrls(config: Config): { documents: string; outbox: () => string; outboxVariable: string } {
+function readUrls(config: Config): {
+  documents: string;
+  documentsVariable: string;
+  outbox: () => string;
+  outboxVariable: string;
+} {
   const support = config.supportDatabaseUrl;
-  if (support) return { documents: support, outbox: () => support, outboxVariable: 'SUPPORT_DATABASE_URL' };
+  if (support) {
+    const variable = 'SUPPORT_DATABASE_URL';
+    return { documents: support, documentsVariable: variable, outbox: () => support, outboxVariable: variable };
+  }
   return {
     documents: requireDatabaseUrl(config, 'worker'),
+    documentsVariable: 'DATABASE_URL',
     outbox: () => requireDatabaseUrl(config, 'relay'),
     outboxVariable: 'RELAY_DATABASE_URL (or DATABASE_URL)',
   };
@@ -140,7 +149,7 @@ export async function explainCommand(
       };
   const cycles: DayHistory = 'unavailable' in day ? day : { cycles: day.cycles };
 
-  const read = await readDatabase(urls.documents, target, window);
+  const read = await readDatabase(urls.documents, target, window, urls.documentsVariable);
   const base = { ...window, settingsFrom, cyclesOfDay: cycles };
   if (read.ownerUserId === null) return { ...base, ...read, ownerUserId: null, documents: [], events: [] };
   const owner = read.ownerUserId;
@@ -210,11 +219,13 @@ export async function explainCommand(
 /**
  * The database's part, in one read-only snapshot: the owner, its documents and their markers, the next cycle.
  * Exported for the benchmark of explain's database part (bench/explain-owner.ts).
+ * @param urlVariable the variable `url` came from, which a refused connection names.
  */
 export async function readDatabase(
   url: string,
   target: ExplainTarget,
   window: CandidateWindow,
+  urlVariable = 'SUPPORT_DATABASE_URL',
 ): Promise<{
   ownerUserId: string | null;
   pruneCutoff: string | null;
@@ -222,7 +233,8 @@ export async function readDatabase(
   markers: Map<string, ExplainedMarker[]>;
   nextCycle: WonDocument[];
 }> {
-  const pool = createPool({ connectionString: url, max: 1, applicationName: 'expiry-reminder-explain' });
+  // A refused login names the variable its URL came from (the support role's, for a support desk).
+  const pool = createPool({ connectionString: url, urlVariable, max: 1, applicationName: 'expiry-reminder-explain' });
   try {
     return await withReadOnlySnapshot(pool, async (db) => {
       const ownerUserId =

@@ -54,28 +54,34 @@ const expectCycle = (result: CycleResult, owners: number) =>
     expect.objectContaining({ status: 'completed', remindersSent: owners, ownersNotified: owners }),
   );
 
+/** The rollout's start: the last unversioned release's worker and this release's on one queue, a day seeded. */
+async function bothWorkers() {
+  const [previous] = resolveRevisions([LAST_UNVERSIONED]);
+  prepareRevision(previous, () => {});
+  await insertDocuments(
+    stack.db.admin,
+    AS_OF_DATE,
+    Array.from({ length: FIRST_DAY_OWNERS }, (_, i) => ({ daysLeft: i % 8 })),
+  );
+  const taskQueue = `test-${crypto.randomUUID()}`;
+  const deploymentName = `first-deploy-${crypto.randomUUID().slice(0, 8)}`;
+  const target = { temporal: { ...stack.config.temporal, taskQueue, deploymentName } };
+  stack.trackTaskQueue(taskQueue);
+  const old = await startEntryProcess({
+    root: previous.dir,
+    entry: 'worker',
+    env: { DATABASE_URL: stack.db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: '0', LOG_LEVEL: 'info' },
+    ready: 'worker started',
+    // It bundles its own workflow code, not this clone's.
+    unset: ['WORKFLOW_BUNDLE_PATH'],
+  });
+  return { taskQueue, deploymentName, target, old };
+}
+
 (missing ? test.skip : test)(
   'the first versioned deploy: an open unversioned cycle ends on the previous workers, making the release current waits for it, the next cycle runs on the release; one event per owner',
   async () => {
-    const [previous] = resolveRevisions([LAST_UNVERSIONED]);
-    prepareRevision(previous, () => {});
-    await insertDocuments(
-      stack.db.admin,
-      AS_OF_DATE,
-      Array.from({ length: FIRST_DAY_OWNERS }, (_, i) => ({ daysLeft: i % 8 })),
-    );
-    const taskQueue = `test-${crypto.randomUUID()}`;
-    const deploymentName = `first-deploy-${crypto.randomUUID().slice(0, 8)}`;
-    const target = { temporal: { ...stack.config.temporal, taskQueue, deploymentName } };
-    stack.trackTaskQueue(taskQueue);
-    const old = await startEntryProcess({
-      root: previous.dir,
-      entry: 'worker',
-      env: { DATABASE_URL: stack.db.workerUrl, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: '0', LOG_LEVEL: 'info' },
-      ready: 'worker started',
-      // It bundles its own workflow code, not this clone's.
-      unset: ['WORKFLOW_BUNDLE_PATH'],
-    });
+    const { taskQueue, deploymentName, target, old } = await bothWorkers();
     let oldStopped = false;
     const gate = await closeClaimGate(stack.db.admin);
     try {
@@ -119,6 +125,43 @@ const expectCycle = (result: CycleResult, owners: number) =>
     } finally {
       await gate.open();
       if (!oldStopped) await old.stop();
+    }
+  },
+);
+
+(missing ? test.skip : test)(
+  "the first versioned deploy's other way out: the open unversioned cycle terminated mid-claim, the release made current at once, a cycle on it finishes the day; one event per owner",
+  async () => {
+    const { taskQueue, deploymentName, target, old } = await bothWorkers();
+    const gate = await closeClaimGate(stack.db.admin);
+    try {
+      await stack.startWorker({ taskQueue, identity: RELEASE, version: { deploymentName, buildId: RELEASE } });
+      const first = await stack.startCycle({ asOf: AS_OF_DATE, partitions: 2, batchSize: 5 }, { taskQueue });
+      await gate.waiting();
+
+      // The refusal names the way out, and the operator takes it: terminate, then make the release current.
+      await expect(makeCurrent(stack.client, target, RELEASE)).rejects.toThrow(/temporal workflow terminate/);
+      await first.terminate('first versioned deploy');
+      await waitFor(async () => (await deploymentStatus(stack.client, target)).unversionedOpenCycles === 0);
+      expect((await makeCurrent(stack.client, target, RELEASE)).current).toBe(RELEASE);
+      // The claim the terminated cycle had in flight on the previous worker may still commit.
+      await gate.open();
+
+      const next = await stack.startCycle({ asOf: AS_OF_DATE, partitions: 2, batchSize: 5 }, { taskQueue });
+      const result = await next.result();
+      expect(result.status).toBe('completed');
+      const nextPlaced = await placement(stack.client, next);
+      expect(nextPlaced.workflowTaskBuildIds).toEqual(new Set([RELEASE]));
+
+      // Every owner reminded once: by the ended cycle's claim that committed, or by the release's cycle.
+      await waitFor(async () => (await outbox(stack.db.admin)).length >= FIRST_DAY_OWNERS);
+      const events = await outbox(stack.db.admin);
+      expect(events).toHaveLength(FIRST_DAY_OWNERS);
+      expect(new Set(events.map((e) => e.aggregate_id)).size).toBe(FIRST_DAY_OWNERS);
+      expect(events.filter((e) => e.correlation_id === next.workflowId)).toHaveLength(result.ownersNotified);
+    } finally {
+      await gate.open();
+      await old.stop();
     }
   },
 );

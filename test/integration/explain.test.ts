@@ -480,4 +480,20 @@ describe('issue 38: the right verdict, the run that opens, the settings of the d
     ]);
     expect(loadConfig({ SUPPORT_DATABASE_URL: stack.db.supportUrl }).supportDatabaseUrl).toBe(stack.db.supportUrl);
   });
+
+  test("a refused support login is told to fix SUPPORT_DATABASE_URL, the support desk's own variable (issue 47)", async () => {
+    const refused = new URL(stack.db.supportUrl);
+    refused.password = 'not-the-password';
+    const config = testConfig({
+      SUPPORT_DATABASE_URL: refused.toString(),
+      TEMPORAL_TASK_QUEUE: stack.worker.taskQueue,
+    });
+    const err = await explainCommand(config, { ownerUserId: crypto.randomUUID() }, { asOfDate: SUPPORT_DAY }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toContain('SUPPORT_DATABASE_URL');
+    expect(err?.message).not.toMatch(/(^|[^_])DATABASE_URL/);
+    expect(err?.message).not.toContain('not-the-password');
+  });
 });

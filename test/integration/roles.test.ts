@@ -109,3 +109,40 @@ describe('the support role (issue 38): reads what explain reads, writes nothing'
     ).resolves.toMatchObject({ rowCount: 1 });
   });
 });
+
+test("the job's functions (issue 47): each executable by the worker, whose statements call it, and by no other role", async () => {
+  const { rows } = await stack.db.admin.query<{
+    fn: string;
+    worker: boolean;
+    relay: boolean;
+    support: boolean;
+    public: boolean;
+  }>(
+    `select p.oid::regprocedure::text as fn,
+            has_function_privilege('expiry_reminder_worker', p.oid, 'execute') as worker,
+            has_function_privilege('outbox_relay', p.oid, 'execute') as relay,
+            has_function_privilege('expiry_reminder_support', p.oid, 'execute') as support,
+            coalesce(p.proacl::text like '%=X/%' and p.proacl::text ~ '(^|[{,])=', p.proacl is null) as public
+       from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      where n.nspname = 'profile' order by 1`,
+  );
+  const called = [
+    'profile.hold_claim_attempt(uuid,text,integer)',
+    'profile.time_ordered_uuid()',
+    'profile.uuid_v7_portable()',
+    'profile.wait_for_xact_locks(bigint[],integer)',
+  ];
+  expect(rows.map((r) => r.fn)).toEqual([...called, 'profile.outbox_messages_notify()'].sort());
+  for (const r of rows) {
+    expect([r.fn, r.worker, r.relay, r.support, r.public]).toEqual([r.fn, called.includes(r.fn), false, false, false]);
+  }
+  // So a support login cannot take owner locks through the job's function.
+  const support = new pg.Pool({ connectionString: stack.db.supportUrl, max: 1 });
+  try {
+    await expect(support.query('select * from profile.wait_for_xact_locks(array[1::bigint], 0)')).rejects.toEqual(
+      denied,
+    );
+  } finally {
+    await support.end();
+  }
+});
