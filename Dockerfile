@@ -3,6 +3,7 @@
 #   node dist/relay.js     the outbox relay to Kafka           set METRICS_PORT=9465 by convention
 #   node dist/migrate.js   apply migrations/ and exit (owner connection: MIGRATION_DATABASE_URL)
 #   node dist/client.js …  the operator's client, e.g. `node dist/client.js schedule apply`
+#   node dist/temporal-db-role.js  the Temporal server's role on its own cluster (compose's temporal-db-role)
 # Build: docker build --build-arg BUILD_ID="$(git rev-parse --short=12 HEAD)" -t expiry-reminder .
 # (BUILD_ID is the worker's build id, its Worker Deployment Version: docs/SAFE-DEPLOYS.md)  Details: docs/DEPLOYMENT.md
 # Plain Dockerfile syntax (no BuildKit-only features), so the classic builder that docker-compose 1.29

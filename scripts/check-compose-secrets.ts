@@ -1,7 +1,12 @@
 /**
- * Who may hold which secret in docker-compose.yml; run by scripts/check-compose.sh, or alone:
+ * Who may hold which secret in docker-compose.yml and docker-compose.support.yml; run by
+ * scripts/check-compose.sh, or alone:
  *
- *     npx tsx scripts/check-compose-secrets.ts [docker-compose.yml]
+ *     npx tsx scripts/check-compose-secrets.ts [docker-compose.yml docker-compose.support.yml]
+ *
+ * The files are checked as one set of containers: the support file's `support` mounts a volume that
+ * docker-compose.yml's `certs` fills, so its keys are known only with both. A service named in two files is
+ * refused: each container has one definition to judge.
  *
  * 1. Each container mounts its own keys only. The `certs` job issues every certificate into its own volume
  *    `certs` (with the CA's key) and copies, per volume `certs-<name>`, ca.pem and the files its
@@ -38,7 +43,8 @@ const KEY_FILES: Record<string, string[]> = {
   'schedule-apply': ['ca.pem', 'client.pem', 'client-key.pem'],
   'deployment-current': ['ca.pem', 'client.pem', 'client-key.pem'],
   client: ['ca.pem', 'client.pem', 'client-key.pem'],
-  // A support desk's `explain`: Temporal's reader (ops/temporal/identities.yaml), never `client`'s admin key.
+  // A support desk's `explain` (docker-compose.support.yml): Temporal's reader (ops/temporal/identities.yaml),
+  // never `client`'s admin key.
   support: ['ca.pem', 'support.pem', 'support-key.pem'],
 };
 const ISSUER = 'certs';
@@ -180,13 +186,29 @@ export function composeSecretProblems(compose: { services?: Record<string, Servi
   return problems;
 }
 
+/** The services of several compose files as one compose file; a service defined twice is a problem. */
+function servicesOf(files: string[], problems: string[]): { services: Record<string, Service> } {
+  const services: Record<string, Service> = {};
+  const definedIn: Record<string, string> = {};
+  for (const file of files) {
+    const compose = parse(fs.readFileSync(file, 'utf8'), { merge: true }) as { services?: Record<string, Service> };
+    for (const [name, svc] of Object.entries(compose.services ?? {})) {
+      if (name in definedIn) problems.push(`${name}: defined in ${definedIn[name]} and in ${file}`);
+      definedIn[name] = file;
+      services[name] = svc;
+    }
+  }
+  return { services };
+}
+
 function main(): void {
-  const file = process.argv[2] ?? 'docker-compose.yml';
-  const compose = parse(fs.readFileSync(file, 'utf8'), { merge: true }) as Parameters<typeof composeSecretProblems>[0];
-  const problems = composeSecretProblems(compose);
+  const files = process.argv.length > 2 ? process.argv.slice(2) : ['docker-compose.yml', 'docker-compose.support.yml'];
+  const problems: string[] = [];
+  const compose = servicesOf(files, problems);
+  problems.push(...composeSecretProblems(compose));
   if (problems.length > 0) {
     for (const p of problems) console.error(`  ${p}`);
-    console.error(`  ${problems.length} problems with secrets in ${file}`);
+    console.error(`  ${problems.length} problems with secrets in ${files.join(', ')}`);
     process.exit(1);
   }
   console.log(

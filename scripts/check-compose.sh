@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Validates docker-compose.yml without a Docker engine; run from CI or by hand:
+# Validates docker-compose.yml, and docker-compose.support.yml (a support desk's `explain`, a file of its own),
+# without a Docker engine; run from CI or by hand:
 #   scripts/check-compose.sh
 # 1. docker-compose config -q        the Compose file, as Debian's docker-compose (1.29) loads it
 # 2. compose-go (when Go is on PATH)  the same file through the loader of Docker Compose v2, with its
@@ -23,9 +24,12 @@
 #    - the namespace the app services use is the one temporal-namespace registers
 #    - the Kafka image is the release of ops/kafka/pom.xml, and kafka-acls grants the topic of
 #      src/domain/names.ts
-# 5. secrets (scripts/check-compose-secrets.ts, on the file as written): each container mounts its own
+# 5. secrets (scripts/check-compose-secrets.ts, on both files as written): each container mounts its own
 #    keys only (a table of container -> the certificate files it may see), and no command, entrypoint or
 #    health check passes a password as an argument (readable by anyone on the host in ps)
+# The support file goes through steps 1, 2 and 4 with an environment of SUPPORT_DB_PASSWORD alone (what a
+# support desk's .env holds: it must load), and without it (it must fail, naming it): step 1 without its
+# top-level `name`, which docker-compose 1.29 does not know (the file is for Docker Compose v2).
 # docker-compose comes from PATH; when it is missing and we run as root, Debian's `docker-compose`
 # package is installed (it also brings python3-yaml, which step 4 uses).
 set -euo pipefail
@@ -34,6 +38,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 compose=docker-compose.yml
+support_compose=docker-compose.support.yml
 compose_go_version=v2.9.0
 buildkit_version=v0.23.2
 
@@ -69,6 +74,30 @@ echo "== $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose 
 echo "== docker-compose -f $compose config -q"
 "${clean_env[@]}" docker-compose -f "$compose" config -q
 echo "  SUCCESS: valid for docker-compose $(docker-compose version --short 2>/dev/null)"
+
+# The support file's environment: SUPPORT_DB_PASSWORD or nothing, never the caller's variables or an .env.
+support_env=(env -i "PATH=$PATH" "HOME=$HOME")
+no_env_file="$(mktemp)"
+trap 'rm -f "$no_env_file"' EXIT
+# expect_refusal <what> <command...>: the command fails and its output names SUPPORT_DB_PASSWORD.
+expect_refusal() {
+  local what="$1" out
+  shift
+  if out="$("$@" 2>&1)"; then
+    echo "  FAILED: $what loads without SUPPORT_DB_PASSWORD" >&2
+    exit 1
+  fi
+  if [[ "$out" != *"SUPPORT_DB_PASSWORD"* ]]; then
+    echo "  FAILED: $what fails without SUPPORT_DB_PASSWORD, but does not name it: $out" >&2
+    exit 1
+  fi
+}
+support_v1() { grep -v '^name:' "$support_compose" | "$@" docker-compose --env-file "$no_env_file" -f - config -q; }
+
+echo "== docker-compose config -q: $support_compose (without its name), with SUPPORT_DB_PASSWORD alone"
+support_v1 "${support_env[@]}" SUPPORT_DB_PASSWORD=check-compose-placeholder
+expect_refusal "$support_compose" support_v1 "${support_env[@]}"
+echo "  SUCCESS: loads with SUPPORT_DB_PASSWORD alone; refused without it, naming it"
 
 # Builds a small Go program against one pinned module into ~/.cache/expiry-reminder/<name> (once; again
 # only when the module version or the program changes) and prints the binary's path.
@@ -121,6 +150,17 @@ func main() {
 GO
 )")"
   "${clean_env[@]}" "$tool" "$compose"
+  echo "  $support_compose, with SUPPORT_DB_PASSWORD alone"
+  "${support_env[@]}" SUPPORT_DB_PASSWORD=check-compose-placeholder "$tool" "$support_compose"
+  # The message test/unit/compose-support.test.ts expects of its port of this loader's interpolation.
+  refusal="error while interpolating services.support.environment.SUPPORT_DATABASE_URL: required variable"
+  refusal+=" SUPPORT_DB_PASSWORD is missing a value: set SUPPORT_DB_PASSWORD (role expiry_reminder_support) in .env"
+  if out="$("${support_env[@]}" "$tool" "$support_compose" 2>&1)" || [[ "$out" != "$refusal" ]]; then
+    echo "  FAILED: without SUPPORT_DB_PASSWORD, expected: $refusal" >&2
+    echo "  got: $out" >&2
+    exit 1
+  fi
+  echo "  refused without it: $out"
 else
   echo "  SKIPPED: go not on PATH"
 fi
@@ -186,8 +226,8 @@ fi
 
 echo "== consistency with src/, ops/"
 "${clean_env[@]}" docker-compose -f "$compose" config >/tmp/check-compose.$$.yml
-trap 'rm -f /tmp/check-compose.$$.yml' EXIT
-python3 - /tmp/check-compose.$$.yml <<'PY'
+trap 'rm -f /tmp/check-compose.$$.yml "$no_env_file"' EXIT
+python3 - /tmp/check-compose.$$.yml "$support_compose" <<'PY'
 import os, re, sys
 import yaml
 
@@ -352,6 +392,33 @@ topic = re.search(r"export const TOPIC = '([^']+)'", open("src/domain/names.ts")
 if topic not in text_of(services["kafka-acls"]):
     problems.append(f"kafka-acls: does not grant the topic {topic} of src/domain/names.ts")
 
+# The support file, as written (compose is not asked: it needs the deployment's network): the app image, the
+# variables src/config reads, a client that exists, the namespace temporal-namespace registers, no depends_on
+# (it starts while Temporal is down), and only volumes of docker-compose.yml.
+support_file = sys.argv[2]
+main_raw = yaml.safe_load(open("docker-compose.yml"))
+support = yaml.safe_load(open(support_file))
+for name, svc in sorted((support.get("services") or {}).items()):
+    where = f"{support_file}: {name}"
+    if svc.get("image") != main_raw["x-app"]["image"]:
+        problems.append(f"{where}: image {svc.get('image')}, not the app's {main_raw['x-app']['image']}")
+    for var in sorted(env_of(svc)):
+        if var not in known_vars:
+            problems.append(f"{where}: {var} is not a variable of src/config")
+    for arg in (svc.get("entrypoint") or []) + (svc.get("command") or []):
+        m = re.fullmatch(r"dist/(.+)\.js", arg)
+        if m and not os.path.isfile(f"src/{m.group(1)}.ts"):
+            problems.append(f"{where}: runs {arg}, but src/{m.group(1)}.ts does not exist")
+    ns = env_of(svc).get("TEMPORAL_NAMESPACE")
+    if ns and f"namespace create --namespace {ns} " not in ns_job:
+        problems.append(f"{where}: TEMPORAL_NAMESPACE={ns}, which temporal-namespace does not register")
+    if svc.get("depends_on"):
+        problems.append(f"{where}: depends_on {sorted(svc['depends_on'])}: it must start whatever state they are in")
+for key in support.get("volumes") or {}:
+    if key not in (main_raw.get("volumes") or {}):
+        problems.append(f"{support_file}: volume {key} is not one of docker-compose.yml")
+notes.append(f"{support_file}: the app image, variables of src/config, no depends_on")
+
 if problems:
     for p in problems:
         print(f"  {p}", file=sys.stderr)
@@ -362,4 +429,4 @@ print("  SUCCESS")
 PY
 
 echo "== secrets: each container's own keys, no password on a command line"
-npm exec --offline -- tsx scripts/check-compose-secrets.ts "$compose"
+npm exec --offline -- tsx scripts/check-compose-secrets.ts "$compose" "$support_compose"

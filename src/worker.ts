@@ -11,6 +11,7 @@ import { workerSchemaProblems } from './db/schema-check';
 import { backlogRefresher } from './observability/backlog';
 import { createLogger } from './observability/logger';
 import { createWorkerMetrics, startMetricsServer } from './observability/metrics';
+import { strandedCyclesRefresher } from './temporal/stranded-cycles';
 import { freePort } from './observability/ports';
 import { createTracing } from './observability/tracing';
 import { runMain, stopOnUnhandledErrors, UnavailableError } from './run-main';
@@ -46,6 +47,9 @@ async function main(): Promise<void> {
   let server: http.Server | undefined;
   let worker: Worker | undefined;
   const backlog = backlogRefresher(pool, config, metrics);
+  const stranded = strandedCyclesRefresher(() => connection, config, metrics, {
+    intervalMs: config.backlogRefreshIntervalMs,
+  });
   const unhandled = stopOnUnhandledErrors(logger, () => {
     // Not running yet: the start below sees `unhandled.first` and does not run it.
     if (worker?.getState() === 'RUNNING') worker.shutdown();
@@ -56,7 +60,7 @@ async function main(): Promise<void> {
         registry: metrics.registry,
         port: config.metricsPort,
         host: config.metricsHost,
-        beforeScrape: backlog.scrape,
+        beforeScrape: async () => void (await Promise.all([backlog.scrape(), stranded.scrape()])),
         extraUrl: `http://${sdkMetricsAddress}/metrics`,
         // Healthy once it polls: a deploy that waits for health (compose's one-shot) then makes a version
         // current that serves. Before, /healthz answered before the schema check and the Temporal connection.

@@ -68,6 +68,11 @@ export interface PostgresOptions {
    * `shared_preload_libraries=pg_stat_statements`); the stack gives them to the job's cluster only.
    */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * Where the server's own log goes (appended; with `log_statement=all` in `settings`, every statement the server
+   * received): for a test that checks what reached the server. Without it the log is dropped.
+   */
+  logFile?: string;
 }
 
 /**
@@ -111,7 +116,7 @@ export async function startPostgres(
     );
   }
   const port = await freePort();
-  const secrets = options.secrets;
+  const { secrets, logFile } = options;
   const temporalCluster = options.cluster === 'temporal';
   const password = secrets
     ? secrets.passwords[temporalCluster ? 'temporalPostgresAdmin' : 'postgresAdmin']
@@ -136,7 +141,7 @@ export async function startPostgres(
         : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off']),
       ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     ],
-    onLog: () => {},
+    onLog: logFile ? (message: string) => fs.appendFileSync(logFile, message, { mode: 0o600 }) : () => {},
     onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
   });
   try {

@@ -6,10 +6,12 @@
  *
  * (`temporal`: the cluster of Temporal's stores, ops/temporal-postgres; default the job's. Each
  * `name=value` is a server setting after the profile's own, as the benchmark's `--statements` sets.)
- * Prepares the folder's secrets, starts the server and prints one `POSTGRES_READY {"adminUrl":…}` line.
+ * Prepares the folder's secrets, starts the server and prints one `POSTGRES_READY {"adminUrl":…,"logFile":…}`
+ * line; the server's own log goes to that file of the folder.
  * A line `restart <ms>` on stdin restarts it (answered by `POSTGRES_RESTARTED`); the end of stdin or
  * SIGTERM stops it and ends the process. Progress goes to stderr.
  */
+import path from 'node:path';
 import readline from 'node:readline';
 import { startPostgres } from './postgres';
 import { prepareStackSecrets } from './secrets';
@@ -24,10 +26,13 @@ async function main(): Promise<void> {
     throw new Error('usage: serve-postgres.ts <stack folder> [job|temporal] [name=value …]');
   }
   const secrets = prepareStackSecrets(dir);
+  // One file per server: a folder's secrets may serve several (a test's two clusters).
+  const logFile = path.join(dir, `postgres-${cluster}-${process.pid}.log`);
   const server = await startPostgres((line) => process.stderr.write(`[postgres] ${line}\n`), {
     secrets,
     cluster,
     settings: Object.fromEntries(settings.map((m) => [m![1], m![2]])),
+    logFile,
   });
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -51,7 +56,7 @@ async function main(): Promise<void> {
     );
   });
   lines.on('close', stop);
-  process.stdout.write(`${POSTGRES_READY}${JSON.stringify({ adminUrl: server.adminUrl })}\n`);
+  process.stdout.write(`${POSTGRES_READY}${JSON.stringify({ adminUrl: server.adminUrl, logFile })}\n`);
 }
 
 main().catch((err: Error) => {

@@ -19,6 +19,8 @@ import { cacheDir } from './cache';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 import { errorOf } from '../../src/domain/failures';
+import { TEMPORAL_DB_ROLE } from '../../src/domain/names';
+import { ensureTemporalRole } from '../../src/db/temporal-role';
 
 /** The server version the CLI v1.5.1 dev server embeds; its go.mod has no `replace`, so `go install` builds it. */
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
@@ -39,8 +41,6 @@ const STORES = [
   { database: 'temporal', schema: 'temporal' },
   { database: 'temporal_visibility', schema: 'visibility' },
 ] as const;
-/** The role the server connects as. */
-export const TEMPORAL_DB_ROLE = 'temporal';
 
 export interface TemporalServerBinaries {
   server: string;
@@ -252,15 +252,8 @@ async function prepareTemporalDatabases(options: {
   const admin = new pg.Client({ connectionString: options.adminUrl });
   await admin.connect();
   try {
-    const role = admin.escapeIdentifier(TEMPORAL_DB_ROLE);
-    // DDL takes no parameters: the password goes in as an escaped literal.
-    const password = admin.escapeLiteral(options.password);
-    const exists = await admin.query('select 1 from pg_roles where rolname = $1', [TEMPORAL_DB_ROLE]);
-    await admin.query(
-      exists.rowCount === 0
-        ? `create role ${role} login createdb password ${password}`
-        : `alter role ${role} login createdb password ${password}`,
-    );
+    // As compose's `temporal-db-role` does it: the password leaves as a SCRAM verifier.
+    await ensureTemporalRole(admin, options.password);
     for (const store of STORES) {
       const found = await admin.query('select 1 from pg_database where datname = $1', [store.database]);
       if (found.rowCount === 0) runSqlTool(options.binaries, db, store.database, ['create-database']);

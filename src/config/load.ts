@@ -128,6 +128,7 @@ function toConfig(v: Variables, temporal: TemporalProfile): Config {
       relay: v.OUTBOX_RELAY_PASSWORD,
       support: v.EXPIRY_REMINDER_SUPPORT_PASSWORD,
     },
+    ...(v.TEMPORAL_DB_PASSWORD ? { temporalDbPassword: v.TEMPORAL_DB_PASSWORD } : {}),
     temporal: {
       address: temporal.profile.address ?? DEFAULT_TEMPORAL_ADDRESS,
       namespace: temporal.profile.namespace ?? 'default',

@@ -57,6 +57,7 @@ export const schema = z.object({
   EXPIRY_REMINDER_WORKER_PASSWORD: z.string().min(1).optional(),
   OUTBOX_RELAY_PASSWORD: z.string().min(1).optional(),
   EXPIRY_REMINDER_SUPPORT_PASSWORD: z.string().min(1).optional(),
+  TEMPORAL_DB_PASSWORD: z.string().min(1).optional(),
   // The connection itself (API key, TLS files, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) is read by
   // loadTemporalProfile; these are checked here because a typo in them should stop the process too.
   TEMPORAL_ADDRESS: temporalAddress.optional(),

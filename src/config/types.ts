@@ -21,6 +21,8 @@ export interface Config {
   databaseSession: SessionLimits;
   /** Passwords `migrate` sets on the roles it creates, when given (local stacks; production sets them elsewhere). */
   rolePasswords: { worker?: string; relay?: string; support?: string };
+  /** The password `temporal-db-role` gives the Temporal server's role (compose); unused by every other entry point. */
+  temporalDbPassword?: string;
   temporal: {
     address: string;
     namespace: string;

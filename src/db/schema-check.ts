@@ -295,6 +295,7 @@ const WORKER_FUNCTIONS = [
   { signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' },
   { signature: 'profile.time_ordered_uuid()', migration: '020' },
   { signature: 'profile.hold_claim_attempt(uuid, text, integer)', migration: '021' },
+  { signature: 'profile.end_support_lock_holders(bigint[])', migration: '023' },
 ];
 
 /** A function the worker calls that is missing, or that its role may not execute. */

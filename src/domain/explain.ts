@@ -160,12 +160,36 @@ export interface OwnerMet {
   outcome: 'busy' | 'failed';
   /** The claim's error, for `failed`. */
   error?: string;
-  /** The workflow (the cycle, or one of its partitions), run and activity whose result named the owner. */
-  seenIn: { workflowId: string; runId: string; activityType: string; activityId: string; webUi: string };
+  /**
+   * The workflow (the cycle, or one of its partitions), run and activity whose result named the owner, and
+   * whether that workflow is still open: a partition that ended has counted the owner busy or failed for good,
+   * though its cycle may still run.
+   */
+  seenIn: {
+    workflowId: string;
+    runId: string;
+    activityType: string;
+    activityId: string;
+    webUi: string;
+    running: boolean;
+  };
+}
+
+/** A partition of the newest cycle of the day that scans one of the owner's due documents, as it stands. */
+export interface PartitionOfDay {
+  workflowId: string;
+  /** Its latest run. */
+  runId: string;
+  /** The ids it scans: from `from`, up to but not including `until` (null: to the end). */
+  range: readonly [string, string | null];
+  running: boolean;
+  /** The `status` of its result (`completed`, `time-limit`, `cancelled`); absent while it runs or when it has none. */
+  outcome?: string;
 }
 
 /** What the histories of the day's cycles say of the owner, or why they were not read. */
-export type DayHistory = { cycles: CycleOfDay[]; met?: OwnerMet } | { unavailable: string };
+export type DayHistory =
+  { cycles: CycleOfDay[]; met?: OwnerMet; partitions?: readonly PartitionOfDay[] } | { unavailable: string };
 
 /**
  * A document the database has due (no marker at its current threshold) read against the day's cycles: a
@@ -190,15 +214,18 @@ export function explainAfterCycles(
   const { met, cycles } = day;
   if (met) {
     const cycle = `cycle ${met.cycle.workflowId}, run ${met.cycle.runId}`;
+    const partitionEnded = met.cycle.status === 'RUNNING' && !met.seenIn.running;
     return met.outcome === 'busy'
       ? {
           ...doc,
           verdict: 'waiting',
           why:
             `waiting: the owner was busy in ${cycle} (another transaction held it); ` +
-            (met.cycle.status === 'RUNNING'
-              ? 'that cycle retries it before it ends, else the next cycle does'
-              : 'the next cycle retries'),
+            (met.cycle.status !== 'RUNNING'
+              ? 'the next cycle retries'
+              : partitionEnded
+                ? `${met.seenIn.workflowId}, the partition that reads it, has ended and counted it busy: the next cycle retries`
+                : 'that cycle retries it before it ends, else the next cycle does'),
           metInCycle: met,
         }
       : {
@@ -210,9 +237,19 @@ export function explainAfterCycles(
   }
   const latest = cycles[0];
   if (!latest) return doc;
+  const own = day.partitions?.find((p) => inRange(doc.documentId, p.range));
+  const ran = own ? partitionRan(own, latest) : cycleRan(latest);
+  return { ...doc, why: `${doc.why}; ${ran}` };
+}
+
+const inRange = (id: string, [from, until]: readonly [string, string | null]) =>
+  id >= from && (until === null || id < until);
+
+/** What the newest cycle did, as a whole (unpartitioned, or its partitions not read). */
+function cycleRan(latest: CycleOfDay): string {
   const cycle = `cycle ${latest.workflowId}, run ${latest.runId},`;
   const stopped = latest.outcome === 'time-limit' || latest.outcome === 'cancelled';
-  const ran = stopped
+  return stopped
     ? `${cycle} stopped before it reached this document (outcome ${latest.outcome}: ${
         latest.outcome === 'time-limit' ? 'it ran out of its maximum run duration' : 'it was cancelled'
       }); the next cycle reminds it`
@@ -221,7 +258,24 @@ export function explainAfterCycles(
       : latest.status === 'RUNNING'
         ? `${cycle} is still running and may not have reached it yet`
         : `${cycle} ended ${latest.status} and may not have reached it`;
-  return { ...doc, why: `${doc.why}; ${ran}` };
+}
+
+/**
+ * What the partition that scans the document did: a cycle's outcome is its worst partition's, and this
+ * document's partition may have read every page of its range while another stopped.
+ */
+function partitionRan(own: PartitionOfDay, latest: CycleOfDay): string {
+  const partition = `partition ${own.workflowId}, run ${own.runId}, of cycle ${latest.workflowId},`;
+  if (own.running) return `${partition} is still running and may not have reached it yet`;
+  if (own.outcome === 'time-limit' || own.outcome === 'cancelled') {
+    return `${partition} stopped before it reached this document (outcome ${own.outcome}: ${
+      own.outcome === 'time-limit' ? 'it ran out of its maximum run duration' : 'it was cancelled'
+    }); the next cycle reminds it`;
+  }
+  if (own.outcome === 'completed') {
+    return `${partition} read every page of its range without leaving its owner busy or failed: the document became due, or was added, after that partition read it`;
+  }
+  return `${partition} ended without a result and may not have reached it`;
 }
 
 /** The run id of a marker's `queuedBy` (`<run id>/<activity id>`). */

@@ -26,3 +26,5 @@ export const WORKER_ROLE = 'expiry_reminder_worker';
 export const RELAY_ROLE = 'outbox_relay';
 /** The support desk's role: reads what `explain` reads, nothing else, and writes nothing (migration 018). */
 export const SUPPORT_ROLE = 'expiry_reminder_support';
+/** The Temporal server's role on Temporal's own cluster (compose's `temporal-db-role`, the production stack). */
+export const TEMPORAL_DB_ROLE = 'temporal';

@@ -6,10 +6,20 @@
 import http from 'node:http';
 import client from 'prom-client';
 import { utcDate } from '../domain/dates';
-import type { CycleResult, CycleStatus } from '../domain/cycle';
+import type { CycleResult } from '../domain/cycle';
 
-const CYCLE_STATUSES: (CycleStatus | 'failed')[] = ['completed', 'time-limit', 'cancelled', 'failed'];
+/**
+ * The values of the `status` label, each started at 0. Where the worker counts one, `satisfies CycleEnd`
+ * keeps it from counting a value not listed here: the registry is where the docs' check
+ * (test/unit/docs-drift.test.ts) learns which values exist.
+ */
+const CYCLE_STATUSES = ['completed', 'time-limit', 'cancelled', 'failed'] as const;
+/** How a cycle ended, as `profile_document_expiry_reminder_cycles_total` counts it (its `status` label). */
+export type CycleEnd = (typeof CYCLE_STATUSES)[number];
+/** The values of the `kind` label of the errors counter, held to this list as {@link CYCLE_STATUSES} are. */
 const ERROR_KINDS = ['owner', 'cycle'] as const;
+/** What failed, as `profile_document_expiry_reminder_errors_total` counts it (its `kind` label). */
+export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** The worker's metrics. Every known label value starts at 0, so the first increment after a restart shows as one. */
 export function createWorkerMetrics(thresholdsDays: readonly number[], registry = new client.Registry()) {
@@ -60,6 +70,17 @@ export function createWorkerMetrics(thresholdsDays: readonly number[], registry 
       help: 'Documents due now (active, in the window, no marker for their current threshold): what the next cycle would remind.',
       registers: [registry],
     }),
+    strandedCycles: new client.Gauge({
+      name: 'profile_document_expiry_reminder_stranded_cycles',
+      help: 'Cycles open on a version of the worker deployment that no worker polls, by its build id: pinned, they wait for it.',
+      labelNames: ['build_id'],
+      registers: [registry],
+    }),
+    strandedRefreshErrors: new client.Counter({
+      name: 'profile_document_expiry_reminder_stranded_refresh_errors_total',
+      help: 'Reads of the stranded-cycles gauge that failed (Temporal down or refusing); the gauge kept its last values.',
+      registers: [registry],
+    }),
   };
   for (const t of thresholdsDays) m.reminders.inc({ threshold_days: String(t) }, 0);
   for (const status of CYCLE_STATUSES) {
@@ -77,7 +98,7 @@ export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
  * `NoSuccessfulCycle` quiet while the schedule is paused.
  */
 export function recordCycleEnded(m: WorkerMetrics, result: CycleResult, nowMs = Date.now()): void {
-  m.cycles.inc({ status: result.status });
+  m.cycles.inc({ status: result.status satisfies CycleEnd });
   m.cycleDuration.observe({ status: result.status }, result.durationMs / 1000);
   if (result.status === 'completed' && coversToday(result.asOf, nowMs)) m.lastSuccess.set(Math.floor(nowMs / 1000));
 }

@@ -6,16 +6,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { Config } from '../config';
-import { WORKFLOW_TYPE } from '../domain/names';
+import {
+  countOpenCycles,
+  describeDeployment,
+  pollersByBuildId,
+  versionClause,
+  type DeploymentTarget as Target,
+} from '../temporal/deployment-versions';
 
-type Target = Pick<Config, 'temporal'>;
 type Summary = temporal.api.deployment.v1.WorkerDeploymentInfo.IWorkerDeploymentVersionSummary;
 
-/** gRPC's status code of a deployment no versioned worker has polled yet. */
-const NOT_FOUND = 5;
-
-const { WorkerDeploymentVersionStatus, VersionDrainageStatus, TaskQueueType } = temporal.api.enums.v1;
+const { WorkerDeploymentVersionStatus, VersionDrainageStatus } = temporal.api.enums.v1;
 
 /** Who the server records as having changed the routing (`lastModifierIdentity` of the deployment). */
 const IDENTITY = 'expiry-reminder client';
@@ -27,8 +28,13 @@ interface VersionStatus {
   status: string;
   /** The server's last drainage check (it counts open pinned workflows now and then, not live). */
   drainage?: { status: string; checkedAt?: string };
-  /** Cycles and partitions still open on this version, from visibility (live). */
+  /** Cycles still open on this version, from visibility (live). */
   openCycles: number;
+  /**
+   * Workers of this version polling the task queue (the server lists a poller for a few minutes after its
+   * last poll). Open cycles and none polling: those cycles are stranded (the runbook's "Stranded cycles").
+   */
+  pollers: number;
   currentSince?: string;
   rampingSince?: string;
 }
@@ -54,28 +60,7 @@ function enumName(names: Record<number, string>, value: number | null | undefine
   return (names[value ?? 0] ?? 'UNSPECIFIED').replace(prefix, '').toLowerCase();
 }
 
-async function countOpen(client: Client, namespace: string, versionClause: string): Promise<number> {
-  const { count } = await client.workflowService.countWorkflowExecutions({
-    namespace,
-    query: `WorkflowType = "${WORKFLOW_TYPE}" AND ExecutionStatus = "Running" AND ${versionClause}`,
-  });
-  return Number(count ?? 0);
-}
-
-/** The deployment's description, or undefined before any versioned worker of it has polled. */
-async function describe(client: Client, target: Target) {
-  try {
-    return await client.workflowService.describeWorkerDeployment({
-      namespace: target.temporal.namespace,
-      deploymentName: target.temporal.deploymentName,
-    });
-  } catch (err) {
-    if (isGrpcServiceError(err) && err.code === NOT_FOUND) return undefined;
-    throw err;
-  }
-}
-
-function versionStatus(summary: Summary, openCycles: number): VersionStatus {
+function versionStatus(summary: Summary, openCycles: number, pollers: number): VersionStatus {
   const drainage = summary.drainageInfo ?? (summary.drainageStatus ? { status: summary.drainageStatus } : undefined);
   return {
     buildId: summary.deploymentVersion?.buildId ?? '',
@@ -89,6 +74,7 @@ function versionStatus(summary: Summary, openCycles: number): VersionStatus {
         }
       : {}),
     openCycles,
+    pollers,
     ...(summary.currentSinceTime ? { currentSince: isoOf(summary.currentSinceTime) } : {}),
     ...(summary.rampingSinceTime ? { rampingSince: isoOf(summary.rampingSinceTime) } : {}),
   };
@@ -97,20 +83,16 @@ function versionStatus(summary: Summary, openCycles: number): VersionStatus {
 /** The deployment's routing and, per version, its open cycles (visibility) and drainage (the server's). */
 export async function deploymentStatus(client: Client, target: Target): Promise<DeploymentStatus> {
   const { namespace, deploymentName, taskQueue } = target.temporal;
-  const info = (await describe(client, target))?.workerDeploymentInfo;
+  const info = (await describeDeployment(client, target))?.workerDeploymentInfo;
   const routing = info?.routingConfig;
   const summaries = info?.versionSummaries ?? [];
+  const polling = await pollersByBuildId(client, target);
   const versions = await Promise.all(
-    summaries.map(async (s) =>
-      versionStatus(
-        s,
-        await countOpen(
-          client,
-          namespace,
-          `TemporalWorkerDeploymentVersion = "${deploymentName}:${s.deploymentVersion?.buildId ?? ''}"`,
-        ),
-      ),
-    ),
+    summaries.map(async (s) => {
+      const buildId = s.deploymentVersion?.buildId ?? '';
+      const open = await countOpenCycles(client, namespace, versionClause(deploymentName, buildId));
+      return versionStatus(s, open, polling.get(buildId)?.length ?? 0);
+    }),
   );
   const ramping = routing?.rampingDeploymentVersion?.buildId;
   return {
@@ -119,7 +101,7 @@ export async function deploymentStatus(client: Client, target: Target): Promise<
     current: routing?.currentDeploymentVersion?.buildId || null,
     ramping: ramping ? { buildId: ramping, percent: routing?.rampingVersionPercentage ?? 0 } : null,
     versions,
-    unversionedOpenCycles: await countOpen(
+    unversionedOpenCycles: await countOpenCycles(
       client,
       namespace,
       `TaskQueue = "${taskQueue}" AND TemporalWorkerDeploymentVersion IS NULL`,
@@ -130,18 +112,7 @@ export async function deploymentStatus(client: Client, target: Target): Promise<
 
 /** The identities of the workers of `buildId` polling the job's task queue for workflow tasks. */
 async function versionPollers(client: Client, target: Target, buildId: string): Promise<string[]> {
-  const { pollers } = await client.workflowService.describeTaskQueue({
-    namespace: target.temporal.namespace,
-    taskQueue: { name: target.temporal.taskQueue },
-    taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
-  return (pollers ?? [])
-    .filter(
-      (p) =>
-        p.deploymentOptions?.buildId === buildId &&
-        p.deploymentOptions.deploymentName === target.temporal.deploymentName,
-    )
-    .map((p) => p.identity ?? '');
+  return (await pollersByBuildId(client, target)).get(buildId) ?? [];
 }
 
 /** A command the deployment's state makes unsafe or pointless; the message says what to do. */

@@ -10,7 +10,7 @@ import type { temporal } from '@temporalio/proto';
 import { idRanges } from '../db/candidates';
 import { partitionOfWorkflowId } from '../domain/cycle';
 import { addDays } from '../domain/dates';
-import type { CycleOfDay, OwnerMet } from '../domain/explain';
+import type { CycleOfDay, OwnerMet, PartitionOfDay } from '../domain/explain';
 import { REMINDER_OUTCOME } from '../domain/search-attributes';
 import { WORKFLOW_TYPE } from '../domain/names';
 import {
@@ -78,16 +78,44 @@ export function ownerOutcome(
   return named ? { outcome: 'claimed' } : undefined;
 }
 
+type Run = Awaited<ReturnType<typeof runHistories>>[number];
+
+/** Whether a workflow's latest run is still open: its history does not end with a close event. */
+function isOpen(chain: readonly Run[]): boolean {
+  const last = chain.at(-1)?.history.events?.at(-1);
+  return !(
+    last?.workflowExecutionCompletedEventAttributes ||
+    last?.workflowExecutionFailedEventAttributes ||
+    last?.workflowExecutionTimedOutEventAttributes ||
+    last?.workflowExecutionTerminatedEventAttributes ||
+    last?.workflowExecutionCanceledEventAttributes ||
+    last?.workflowExecutionContinuedAsNewEventAttributes
+  );
+}
+
+/** Each read partition of the cycle as it stands: its range, whether it runs, how its result says it ended. */
+function partitionsOf(workflows: readonly { workflowId: string; runs: readonly Run[] }[]): PartitionOfDay[] {
+  return workflows.flatMap(({ workflowId, runs }) => {
+    const partition = partitionOfWorkflowId(workflowId);
+    const range = partition && idRanges(partition.count)[partition.index];
+    const last = runs.at(-1);
+    if (!range || !last) return [];
+    const outcome = resultStatusInHistory(last.history);
+    return [{ workflowId, runId: last.runId, range, running: isOpen(runs), ...(outcome ? { outcome } : {}) }];
+  });
+}
+
 /**
  * Where the cycle (its own runs and its partitions') last met the owner without claiming it; a failure
  * outweighs a busy owner (a retry that failed for good), and an owner a later retry claimed was not left.
+ * With the partitions read (those that scan one of the owner's due documents), as they stand.
  */
 async function ownerInCycle(
   client: Client,
   webUi: WebUi,
   cycle: CycleOfDay,
   owner: { ownerUserId: string; documentIds: readonly string[] },
-): Promise<OwnerMet | undefined> {
+): Promise<{ met?: OwnerMet; partitions: PartitionOfDay[] }> {
   const { ownerUserId } = owner;
   const runs = await runHistories(client, {
     workflowId: cycle.workflowId,
@@ -117,13 +145,14 @@ async function ownerInCycle(
                   activityType: activity.activityType,
                   activityId: activity.activityId,
                   webUi: webUi(workflowId, runId),
+                  running: isOpen(chain),
                 },
               };
       }
     }
     if (last && (!met || last.outcome === 'failed')) met = last;
   }
-  return met;
+  return { ...(met ? { met } : {}), partitions: partitionsOf(workflows) };
 }
 
 /** The settings a cycle recorded (its `resolveCycleSettings` result) that decide "due": thresholds and retention. */
@@ -228,7 +257,10 @@ export async function workflowsOfRuns(client: Client, runIds: readonly string[])
   return found;
 }
 
-/** Where the newest of the day's cycles that met the owner without claiming it did so, if one did. */
+/**
+ * Where the newest of the day's cycles that met the owner without claiming it did so, if one did; and the
+ * partitions of the newest cycle that scan the owner's due documents, as they stand.
+ */
 export async function ownerInCyclesOfDay(
   client: Client,
   options: {
@@ -238,11 +270,13 @@ export async function ownerInCyclesOfDay(
     documentIds: readonly string[];
     uiUrl?: string;
   },
-): Promise<OwnerMet | undefined> {
+): Promise<{ met?: OwnerMet; partitions?: PartitionOfDay[] }> {
   const webUi = webUiOf(options.uiUrl, client.options.namespace);
+  let partitions: PartitionOfDay[] | undefined;
   for (const cycle of options.cycles.slice(0, CYCLES_READ)) {
-    const met = await ownerInCycle(client, webUi, cycle, options);
-    if (met) return met;
+    const read = await ownerInCycle(client, webUi, cycle, options);
+    partitions ??= read.partitions;
+    if (read.met) return { met: read.met, partitions };
   }
-  return undefined;
+  return partitions ? { partitions } : {};
 }

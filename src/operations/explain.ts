@@ -171,10 +171,10 @@ export async function explainCommand(
       ? undefined
       : fromTemporal(config, async (client) => ({
           workflows: await workflowsOfRuns(client, runIds),
-          met:
+          day:
             due.length > 0
               ? await ownerInCyclesOfDay(client, { cycles: cycles.cycles, ownerUserId: owner, documentIds: due, uiUrl })
-              : undefined,
+              : {},
         })),
   ]);
   const history = fromHistory && !('unavailable' in fromHistory) ? fromHistory : undefined;
@@ -183,9 +183,7 @@ export async function explainCommand(
       ? cycles
       : fromHistory && 'unavailable' in fromHistory
         ? fromHistory
-        : history?.met
-          ? { ...cycles, met: history.met }
-          : cycles;
+        : { ...cycles, ...history?.day };
   const named = new Map(
     [...read.markers].map(([id, markers]) => [
       id,

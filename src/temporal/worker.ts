@@ -21,7 +21,7 @@ import type pg from 'pg';
 import { activityFailures, createActivities } from '../activities';
 import type { Config, WorkerVersion } from '../config';
 import type { Logger } from '../observability/logger';
-import { recordCycleEnded, type WorkerMetrics } from '../observability/metrics';
+import { recordCycleEnded, type CycleEnd, type ErrorKind, type WorkerMetrics } from '../observability/metrics';
 import { createTracing, OTEL_WORKFLOW_INTERCEPTORS, type Tracing } from '../observability/tracing';
 import type { CycleSinks } from '../workflows/sinks';
 
@@ -55,7 +55,7 @@ export const WORKFLOWS_PATH = require.resolve('../workflows');
 export function cycleSinks(metrics: WorkerMetrics | undefined, onCycleEnded?: () => void): InjectedSinks<CycleSinks> {
   return {
     cycleMetrics: {
-      ownerFailed: { fn: () => metrics?.errors.inc({ kind: 'owner' }) },
+      ownerFailed: { fn: () => metrics?.errors.inc({ kind: 'owner' satisfies ErrorKind }) },
       cycleEnded: {
         fn: (_info, result) => {
           if (metrics) recordCycleEnded(metrics, result);
@@ -64,8 +64,8 @@ export function cycleSinks(metrics: WorkerMetrics | undefined, onCycleEnded?: ()
       },
       cycleFailed: {
         fn: () => {
-          metrics?.errors.inc({ kind: 'cycle' });
-          metrics?.cycles.inc({ status: 'failed' });
+          metrics?.errors.inc({ kind: 'cycle' satisfies ErrorKind });
+          metrics?.cycles.inc({ status: 'failed' satisfies CycleEnd });
         },
       },
     },

@@ -5,6 +5,8 @@
  */
 import crypto from 'node:crypto';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import pg from 'pg';
+import { ownerLockKeySql } from '../../src/activities/claim/sql/lock-owners';
 import { ZERO_COUNTS } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/dates';
 import { WORKFLOW_TYPE } from '../../src/domain/names';
@@ -195,6 +197,31 @@ describe('a busy owner is retried, never dropped for the day', () => {
     expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual(
       [held.ownerUserId, other.ownerUserId].sort(),
     );
+  });
+
+  test("a support login holding an owner's lock in its session (pg_advisory_lock, PUBLIC's) is ended at the cycle's retry of that owner, who is reminded in that cycle", async () => {
+    w = await stack.startWorker();
+    const [held, other] = await insertDocuments(stack.db.admin, AS_OF_DATE, [{ daysLeft: 7 }, { daysLeft: 1 }]);
+    const support = new pg.Client({ connectionString: stack.db.supportUrl });
+    const lost: Error[] = [];
+    support.on('error', (err) => lost.push(err));
+    await support.connect();
+    try {
+      await support.query(`select pg_advisory_lock(${ownerLockKeySql('$1::uuid')})`, [held.ownerUserId]);
+
+      const result = await (await stack.startCycle({ asOf: AS_OF_DATE }, { taskQueue: w.taskQueue })).result();
+
+      expect(result).toEqual(
+        expect.objectContaining({ status: 'completed', ownersBusy: 1, failedOwners: 0, remindersSent: 2 }),
+      );
+      expect((await outbox(stack.db.admin)).map((r) => r.aggregate_id).sort()).toEqual(
+        [held.ownerUserId, other.ownerUserId].sort(),
+      );
+      await expect(support.query('select 1')).rejects.toThrow();
+      expect(w.logs.messages('support session held an owner lock, ended it')).toHaveLength(1);
+    } finally {
+      await support.end().catch(() => {});
+    }
   });
 
   test('an owner still locked when the retry window ends counts as failed (the workflow logs it by id, the errors metric counts it)', async () => {

@@ -265,6 +265,16 @@ describe("a document still due after a cycle of its day: what that cycle's histo
       }),
     ]);
     expect((await explain({ ownerUserId: good.ownerUserId }, FAILED_DAY)).documents[0].verdict).toBe('reminded');
+    // A document added after the cycle is due, told by the partition that scans it (issue 47): a cycle's outcome is
+    // its worst partition's, and this one read every page of its range.
+    const [added] = await insertDocuments(stack.db.admin, FAILED_DAY, [{ ownerUserId: good.ownerUserId, daysLeft: 3 }]);
+    const later = (await explain({ documentId: added.id }, FAILED_DAY)).documents[0];
+    expect(later.verdict).toBe('due');
+    expect(later.why).toMatch(
+      new RegExp(
+        `; partition ${cycle.workflowId}/partition-[12]-of-2, run [0-9a-f-]{36}, of cycle ${cycle.workflowId}, read every page of its range without leaving its owner busy or failed`,
+      ),
+    );
   });
 
   test('while the cycle runs, an owner it found busy is waiting on that cycle; claimed by its retry, it is no longer named', async () => {

@@ -127,6 +127,7 @@ test("the job's functions (issue 47): each executable by the worker, whose state
       where n.nspname = 'profile' order by 1`,
   );
   const called = [
+    'profile.end_support_lock_holders(bigint[])',
     'profile.hold_claim_attempt(uuid,text,integer)',
     'profile.time_ordered_uuid()',
     'profile.uuid_v7_portable()',

@@ -4,9 +4,7 @@
  * reason, backfill with AsOf from the action time, and visibility queries on the cycle's search
  * attributes. Each test has its own schedule id and task queue.
  */
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
-import { promisify } from 'node:util';
 import type { CycleResult } from '../../src/domain/cycle';
 import { addDays, utcDate } from '../../src/domain/dates';
 import { applySchedule } from '../../src/operations/schedule';
@@ -15,38 +13,9 @@ import { testConfig } from '../support/stack';
 import { eventually, sleep } from '../support/wait';
 import type { CycleWorkflow } from '../../src/workflows';
 import { useIntegration } from '../support/harness';
-
-const run = promisify(execFile);
+import { stackEnv, temporalCli, temporalJson } from '../support/temporal-cli';
 
 const stack = useIntegration('temporal_cli', { client: true });
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: the test stack sets it (run through jest's global setup)`);
-  return value;
-}
-
-/** Runs the real `temporal` binary against the dev server; rejects with its stderr on a non-zero exit. */
-async function temporalCli(...args: string[]): Promise<string> {
-  try {
-    const { stdout } = await run(
-      env('TEMPORAL_CLI_PATH'),
-      [...args, '--address', env('TEMPORAL_ADDRESS'), '--namespace', 'default', '--color', 'never'],
-      {
-        timeout: 30_000,
-      },
-    );
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stderr?: string };
-    throw new Error(`temporal ${args.join(' ')} failed: ${e.stderr || e.message}`);
-  }
-}
-
-/** `temporal … --output json`, parsed. */
-async function temporalJson<T>(...args: string[]): Promise<T> {
-  return JSON.parse(await temporalCli(...args, '--output', 'json')) as T;
-}
 
 interface Payload {
   data?: string;
@@ -84,7 +53,7 @@ function newScheduleId(): string {
 const newWorker = () => stack.startWorker();
 
 beforeAll(() => {
-  env('TEMPORAL_CLI_PATH');
+  stackEnv('TEMPORAL_CLI_PATH');
 });
 
 test('temporal schedule trigger starts a cycle, and a second trigger while it runs is skipped', async () => {

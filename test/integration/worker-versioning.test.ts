@@ -19,6 +19,7 @@ import { insertDocuments, outbox } from '../support/data';
 import { startEntryProcess } from '../support/processes';
 import { closeClaimGate, placement, type Placement } from '../support/placement';
 import { waitFor } from '../support/wait';
+import { testDeployment } from '../support/deployments';
 import { useIntegration } from '../support/harness';
 import { productionOnlyTest } from '../support/profile';
 
@@ -39,12 +40,7 @@ async function startVersion(taskQueue: string, version: WorkerVersion, count: nu
 
 /** A task queue and deployment of the test's own, N's workers polling, N current; N+1 named. */
 async function versionN(workers = 1) {
-  const taskQueue = `test-${crypto.randomUUID()}`;
-  const deploymentName = `test-${crypto.randomUUID().slice(0, 8)}`;
-  stack.trackTaskQueue(taskQueue);
-  const target: Target = { temporal: { ...stack.config.temporal, taskQueue, deploymentName } };
-  const n: WorkerVersion = { deploymentName, buildId: 'n' };
-  const next: WorkerVersion = { deploymentName, buildId: 'n-plus-1' };
+  const { taskQueue, target, n, next } = testDeployment(stack);
   await startVersion(taskQueue, n, workers);
   await makeCurrent(stack.client, target, n.buildId, { waitForPollersMs: 30_000 });
   return { taskQueue, target, n, next };

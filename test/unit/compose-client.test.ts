@@ -2,9 +2,10 @@
  * Compose runs what OPERATIONS says (issue 38, items 2 and 6): every client command docs/OPERATIONS.md
  * documents gets, in docker-compose.yml's `client` service, the variables it needs, each database URL as
  * the role that command reads or writes with. A command documented without an entry below fails the test:
- * say here what it needs. The commands OPERATIONS gives a support desk (`docker compose run --rm support …`)
- * get the same from the `support` service, as the support role and Temporal's reader only, with no
- * credential of the worker, the relay, the owner or the `client` certificate.
+ * say here what it needs. The commands OPERATIONS gives a support desk
+ * (`docker compose -f docker-compose.support.yml run --rm support …`) get the same from that file's `support`
+ * service, as the support role and Temporal's reader only, with no credential of the worker, the relay, the
+ * owner or the `client` certificate.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -74,9 +75,15 @@ const commandsIn = (spans: string[]) =>
 const documentedCommands = () =>
   commandsIn([...OPERATIONS.matchAll(/`([^`\n]+)`/g)].map((m) => m[1].replace(/^npm run client -- /, '')));
 
-/** The commands OPERATIONS runs with compose's `support` service (`docker compose run --rm support explain …`). */
+const SUPPORT_FILE = 'docker-compose.support.yml';
+
+/** The commands OPERATIONS runs with the support file (`docker compose -f docker-compose.support.yml run --rm support …`). */
 const supportCommands = () =>
-  commandsIn([...OPERATIONS.matchAll(/`docker compose run --rm support ([^`\n]+)/g)].map((m) => m[1]));
+  commandsIn(
+    [...OPERATIONS.matchAll(/`docker compose -f docker-compose\.support\.yml run --rm support ([^`\n]+)/g)].map(
+      (m) => m[1],
+    ),
+  );
 
 /**
  * The Temporal identity of a client certificate: ops/tls/make-certs.sh issues `<name>.pem` with CN `<name>`,
@@ -155,7 +162,7 @@ test('each of its database URLs comes from its own password, and none is the wor
   expect(env.DATABASE_URL).toBeUndefined();
 });
 
-describe("docker-compose.yml's support service", () => {
+describe("docker-compose.support.yml's support service", () => {
   test('OPERATIONS gives a support desk explain through it, and each of its commands is one this file knows the needs of', () => {
     const documented = supportCommands();
     expect(documented).toContain('explain');
@@ -163,14 +170,14 @@ describe("docker-compose.yml's support service", () => {
   });
 
   test('has what every support command needs: the support role, Temporal as a reader', () => {
-    const config = loadConfig(composedEnv('support', certs));
+    const config = loadConfig(composedEnv('support', certs, SUPPORT_FILE));
     const missing = supportCommands().flatMap((c) => SUPPORT_NEEDS[c](config).map((v) => `${c}: ${v}`));
     expect(missing).toEqual([]);
     expect(new URL(config.supportDatabaseUrl!).password).toBe('placeholder-support_db_password');
   });
 
   test('holds no admin secret: no other password, database URL or key, its own certificate volume only', () => {
-    const service = composeService('support');
+    const service = composeService('support', SUPPORT_FILE);
     const env = Object.entries(service.environment ?? {}).map(([variable, value]) => [variable, String(value)]);
     const passwords = env.flatMap(([, value]) => [...value.matchAll(/\$\{(\w*PASSWORD\w*)/g)].map((m) => m[1]));
     expect(passwords).toEqual(['SUPPORT_DB_PASSWORD']);
@@ -186,7 +193,7 @@ describe("docker-compose.yml's support service", () => {
     }
     expect(variables.filter((v) => v.includes('PASSWORD'))).toEqual([]);
     expect(service.volumes).toEqual(['certs-support:/certs:ro']);
-    expect(composedEnv('support', '/certs')).toMatchObject({
+    expect(composedEnv('support', '/certs', SUPPORT_FILE)).toMatchObject({
       TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/support.pem',
       TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/support-key.pem',
     });

@@ -64,6 +64,17 @@ describe('the app services of docker-compose.yml', () => {
     });
   });
 
+  it("temporal-db-role: the admin of Temporal's own cluster over verify-full, and the Temporal role's password", () => {
+    const config = loadConfig(composedEnv('temporal-db-role'));
+    const url = new URL(config.migrationDatabaseUrl!);
+    expect([url.username, url.hostname, url.searchParams.get('sslmode')]).toEqual([
+      'postgres',
+      'temporal-postgres',
+      'verify-full',
+    ]);
+    expect(config.temporalDbPassword).toBe('placeholder-temporal_db_password');
+  });
+
   it.each(['schedule-apply', 'client'])('%s: Temporal over mTLS as `client`', (name) => {
     expect(loadConfig(composedEnv(name)).temporal.connection.tls).toMatchObject({
       clientCert: { path: `${certs}/client.pem` },

@@ -1,8 +1,8 @@
 /**
- * scripts/check-compose-secrets.ts (run by scripts/check-compose.sh): docker-compose.yml gives each container
- * its own keys only and puts no password on a command line, and the check fails, naming the service and what
- * it holds, on a compose file that plants an extra key mount, a mount of the issuer's volume, an extra key
- * in a service's volume, or a password passed as an argument.
+ * scripts/check-compose-secrets.ts (run by scripts/check-compose.sh): docker-compose.yml and
+ * docker-compose.support.yml give each container its own keys only and put no password on a command line, and
+ * the check fails, naming the service and what it holds, on a compose file that plants an extra key mount, a
+ * mount of the issuer's volume, an extra key in a service's volume, or a password passed as an argument.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,6 +12,8 @@ import { parse, stringify } from 'yaml';
 import { composeSecretProblems } from '../../scripts/check-compose-secrets';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
+const SUPPORT_FILE = path.join(ROOT, 'docker-compose.support.yml');
 const SCRIPT = path.join(ROOT, 'scripts', 'check-compose-secrets.ts');
 const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 
@@ -22,12 +24,16 @@ interface Service {
 }
 type Compose = { services: Record<string, Service> };
 
-const composeFile = (): Compose =>
-  parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
+const read = (file: string): Compose => parse(fs.readFileSync(file, 'utf8'), { merge: true }) as Compose;
 
-/** Runs the check as scripts/check-compose.sh does, on `file`: its exit status and what it printed. */
-function runCheck(file: string): { status: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(TSX, [SCRIPT, file], { encoding: 'utf8' });
+/** Both files' services, as the check sees them together. */
+const composeFile = (): Compose => ({
+  services: { ...read(COMPOSE_FILE).services, ...read(SUPPORT_FILE).services },
+});
+
+/** Runs the check as scripts/check-compose.sh does, on `files`: its exit status and what it printed. */
+function runCheck(...files: string[]): { status: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(TSX, [SCRIPT, ...files], { encoding: 'utf8' });
   if (res.error) throw res.error;
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
@@ -35,24 +41,42 @@ function runCheck(file: string): { status: number | null; stdout: string; stderr
 /** The check's problems with `compose`, one line each. */
 const check = (compose: Compose): { output: string } => ({ output: composeSecretProblems(compose).join('\n') });
 
-test('docker-compose.yml passes: its own keys per container, no password on a command line', () => {
-  const res = runCheck(path.join(ROOT, 'docker-compose.yml'));
+test('docker-compose.yml with docker-compose.support.yml passes: its own keys per container, no password on a command line', () => {
+  const res = runCheck(COMPOSE_FILE, SUPPORT_FILE);
   expect(res.stderr).toBe('');
   expect(res.status).toBe(0);
   expect(res.stdout).toContain('SUCCESS');
 });
 
 test('a compose file with a problem fails the command, naming it on stderr', () => {
-  const compose = composeFile();
+  const compose = read(COMPOSE_FILE);
   compose.services.worker.volumes!.push('certs-kafka:/kafka-certs:ro');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-secrets-'));
   try {
     const file = path.join(dir, 'docker-compose.yml');
     fs.writeFileSync(file, stringify(compose));
-    const res = runCheck(file);
+    const res = runCheck(file, SUPPORT_FILE);
     expect(res.status).toBe(1);
     expect(res.stderr).toContain('worker: sees kafka-keystore.pem, which are not its own');
-    expect(res.stderr).toContain(`1 problems with secrets in ${file}`);
+    expect(res.stderr).toContain(`1 problems with secrets in ${file}, ${SUPPORT_FILE}`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the support service is judged with the volume docker-compose.yml fills: either file alone fails', () => {
+  expect(runCheck(COMPOSE_FILE).stderr).toContain('KEY_FILES names support, which is no service');
+  expect(runCheck(SUPPORT_FILE).stderr).toContain("no service 'certs' issues the certificates");
+});
+
+test('a service defined in both files is refused', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-secrets-'));
+  try {
+    const file = path.join(dir, 'docker-compose.support.yml');
+    const support = read(SUPPORT_FILE);
+    support.services.worker = read(COMPOSE_FILE).services.worker;
+    fs.writeFileSync(file, stringify(support));
+    expect(runCheck(COMPOSE_FILE, file).stderr).toContain(`worker: defined in ${COMPOSE_FILE} and in ${file}`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -93,7 +117,7 @@ test.each([
     '/opt/kafka/bin/kafka-storage.sh format --add-scram "SCRAM-SHA-512=[name=relay,password=$$RELAY_SCRAM_PASSWORD]"',
     'RELAY_SCRAM_PASSWORD',
   ],
-  ['temporal-db-role', 'psql -v password="$$TEMPORAL_DB_PASSWORD" -c "select 1"', 'TEMPORAL_DB_PASSWORD'],
+  ['temporal-schema', 'temporal-sql-tool --password "$$SQL_PASSWORD" create-database', 'SQL_PASSWORD'],
 ])('%s passing a password as an argument is refused', (service, line, variable) => {
   const compose = composeFile();
   const entrypoint = compose.services[service].entrypoint!;

@@ -1,12 +1,29 @@
 /**
  * What operators and newcomers read cannot drift from the code: every repository path and npm script named
  * in a source comment, a help text or a doc exists; the configuration table of docs/DEPLOYMENT.md lists
- * exactly the variables src/config/ reads; and the backfill's help states the AsOf rule the cycle follows.
+ * exactly the variables src/config/ reads; the backfill's help states the AsOf rule the cycle follows; the
+ * log lines the runbooks send the on-call engineer looking for are the code's; the label values the docs and
+ * the alerts name for the job's metrics are ones it registers; and a command a doc says a test runs, it runs.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { schema } from '../../src/config/schema';
+import { THRESHOLDS_SETTING } from '../../src/domain/settings';
+import { createRelayMetrics, createWorkerMetrics } from '../../src/observability/metrics';
+import {
+  claimedRuns,
+  docLabelValues,
+  glossedLabelValues,
+  inSource,
+  namedLabelValues,
+  namedLogLines,
+  registeredLabels,
+  sourceText,
+  testRuns,
+  type NamedLabelValue,
+} from '../support/doc-claims';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -184,4 +201,186 @@ test("the backfill's help says each cycle runs as of its own start, never as of 
   ).replace(/\s+/g, ' ');
   expect(help).toMatch(/as of its own start/);
   expect(help).not.toMatch(/as of its action time/);
+});
+
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
+
+/** The markdown files under a folder of the repository. */
+const markdownUnder = (folder: string) =>
+  fs
+    .readdirSync(path.join(ROOT, folder), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => path.join(folder, f));
+
+/** What the on-call engineer works from: the runbooks, and the command reference they point to. */
+const ON_CALL_DOCS = [...markdownUnder('docs/runbooks'), 'docs/OPERATIONS.md'];
+
+/** Lines of other programs' logs that a runbook names: the Temporal server's (`docker compose logs temporal`). */
+const OTHER_PROGRAMS_LOG_LINES = ['Schedule missed catchup window'];
+
+test('every log line and log field the runbooks and OPERATIONS.md send the reader looking for is in src/', () => {
+  const source = sourceText(path.join(ROOT, 'src'));
+  const named = ON_CALL_DOCS.flatMap((file) => namedLogLines(read(file)).map((line) => ({ file, line })));
+  const missing = named
+    .filter(({ line }) => !inSource(line, source) && !OTHER_PROGRAMS_LOG_LINES.includes(line.text))
+    .map(({ file, line }) => `${file}: ${line.how} ${JSON.stringify(line.text)}`);
+  expect(missing).toEqual([]);
+  // The forms the docs use are read: jq's `.msg=="…"` and its fields, and the messages their sentences quote.
+  expect(named.map(({ line }) => `${line.how} ${line.text}`)).toEqual(
+    expect.arrayContaining([
+      'jq cycle completed',
+      'jq ownerUserId',
+      'prose owner transaction failed',
+      'prose relay stopped',
+    ]),
+  );
+});
+
+test('a log line src/ does not have is found, whether grepped for, selected with jq or quoted', () => {
+  const doc = [
+    '```bash',
+    "docker compose logs worker | grep 'cycle exploded'",
+    "docker compose logs worker | grep '^{' | jq -c 'select(.msg==\"cycle complete\") | {time, msg, jobRunIdd}'",
+    '```',
+    '',
+    'The worker logs `owner vanished` (level 40), and `cycle completed` once a cycle ends. Or',
+    "`grep -E 'owner failed|owner evaporated'` the relay's output, which names `RELAY_BATCH_SIZE`.",
+  ].join('\n');
+  const source = sourceText(path.join(ROOT, 'src'));
+  expect(namedLogLines(doc).flatMap((line) => (inSource(line, source) ? [] : `${line.how} ${line.text}`))).toEqual([
+    'grep cycle exploded',
+    'jq cycle complete',
+    'jq jobRunIdd',
+    'grep owner evaporated',
+    'prose owner vanished',
+  ]);
+});
+
+/** The job's metrics as the worker (with the default thresholds) and the relay register them. */
+const jobMetrics = () =>
+  registeredLabels([createWorkerMetrics(THRESHOLDS_SETTING.default).registry, createRelayMetrics().registry]);
+
+interface AlertRule {
+  alert?: string;
+  expr: string;
+  annotations?: Record<string, string>;
+}
+
+/** The alerting rules of ops/prometheus/alerts.yml. */
+function alertRules(): AlertRule[] {
+  const file = parseYaml(read('ops/prometheus/alerts.yml')) as { groups: { rules: AlertRule[] }[] };
+  return file.groups.flatMap((g) => g.rules).filter((r) => r.alert);
+}
+
+const describeValue = (where: string, n: NamedLabelValue) =>
+  `${where}: ${n.metric}{${n.label}="${n.value}"}: ${n.problem ?? 'registered'}`;
+
+test('every label value the docs and the alerts name for a job metric is one the code registers', async () => {
+  const registered = await jobMetrics();
+  const named = [
+    ...[...markdownUnder('docs'), 'README.md'].flatMap((file) =>
+      [...namedLabelValues(read(file), registered), ...docLabelValues(read(file), registered)].map((n) =>
+        describeValue(file, n),
+      ),
+    ),
+    ...alertRules().flatMap((rule) => {
+      const annotations = Object.values(rule.annotations ?? {}).join('\n');
+      return [
+        ...namedLabelValues(`${rule.expr}\n${annotations}`, registered),
+        ...glossedLabelValues(annotations, registered),
+      ].map((n) => describeValue(`alerts.yml ${rule.alert}`, n));
+    }),
+    ...namedLabelValues(read('ops/prometheus/alerts.test.yml'), registered).map((n) =>
+      describeValue('alerts.test.yml', n),
+    ),
+  ];
+  expect(named.filter((n) => !n.endsWith(': registered'))).toEqual([]);
+  // The forms in use are read: the runbook's table of kinds and its `cycles_total{status="failed"}`, and the
+  // errors alert's gloss of its kinds.
+  expect(named).toEqual(
+    expect.arrayContaining([
+      describeValue('docs/runbooks/document-expiry-reminder.md', {
+        metric: 'profile_document_expiry_reminder_errors_total',
+        label: 'kind',
+        value: 'cycle',
+        problem: undefined,
+      }),
+      describeValue('docs/runbooks/document-expiry-reminder.md', {
+        metric: 'cycles_total',
+        label: 'status',
+        value: 'failed',
+        problem: undefined,
+      }),
+      describeValue('alerts.yml DocumentExpiryReminderErrors', {
+        metric: 'profile_document_expiry_reminder_errors_total',
+        label: 'kind',
+        value: 'owner',
+        problem: undefined,
+      }),
+    ]),
+  );
+});
+
+test('a label value the code does not register is found, in a selector, a table of values or a gloss', async () => {
+  const registered = await jobMetrics();
+  const doc = [
+    'Pages that failed: `…_errors_total{kind="page"}`; cycles: `cycles_total{outcome="failed"}`; by topic:',
+    '`profile_outbox_relay_published_total{topic="any.topic"}` (its values come from the rows).',
+    '',
+    '`profile_document_expiry_reminder_errors_total{kind}` counts, by kind:',
+    '',
+    '| kind | what failed |',
+    '|---|---|',
+    '| `owner` | an owner |',
+    '| `page` | a page |',
+    '',
+    'Of `errors_total{kind}`: `owner` = an owner failed, `batch` = a batch failed.',
+  ].join('\n');
+  const problems = [...namedLabelValues(doc, registered), ...docLabelValues(doc, registered)].flatMap((n) =>
+    n.problem ? `${n.label}=${n.value}: ${n.problem}` : [],
+  );
+  expect(problems.sort()).toEqual(
+    [
+      'kind=page: the code registers kind owner, cycle',
+      'outcome=failed: no such label (it has status)',
+      'kind=batch: the code registers kind owner, cycle',
+      'kind=page: the code registers kind owner, cycle',
+      'kind=cycle: registered, and not in the table',
+    ].sort(),
+  );
+  const alert = 'profile_document_expiry_reminder_errors_total{kind="{{ $labels.kind }}"}: page = a page failed';
+  expect(glossedLabelValues(alert, registered).map((n) => n.problem)).toEqual(['the code registers kind owner, cycle']);
+});
+
+/** Where docs say what a test runs: every doc but the records of the past. */
+const CLAIMING_DOCS = [...markdownUnder('docs'), 'README.md', 'CONTRIBUTING.md'];
+
+test('every command a doc says a test runs, that test file exists and runs', () => {
+  const claims = CLAIMING_DOCS.flatMap((file) => claimedRuns(read(file)).map((claim) => ({ file, ...claim })));
+  const untrue = claims
+    .filter((c) => !fs.existsSync(path.join(ROOT, c.test)) || !testRuns(read(c.test), c.command))
+    .map((c) => `${c.file}: ${c.test} does not run \`${c.command}\``);
+  expect(untrue).toEqual([]);
+  expect(claims.map((c) => `${c.test}: ${c.command}`)).toEqual(
+    expect.arrayContaining([
+      'test/integration/temporal-cli.test.ts: schedule backfill',
+      'test/integration/tctl.test.ts: workflow list --query',
+      'test/production/compose-kafka.test.ts: kafka-acls',
+    ]),
+  );
+});
+
+test('a command a doc says a test runs, and the test does not, is found', () => {
+  const doc = [
+    '`test/unit/thresholds.test.ts` runs `temporal schedule frobnicate` (with `--dry-run`) in every',
+    '`npm test`; `test/unit/gone.test.ts` runs `ls`. The prune is run by `test/unit/prune-cutoff.test.ts`,',
+    'and `temporal workflow cancel` is checked by `test/unit/thresholds.test.ts`.',
+  ].join('\n');
+  expect(claimedRuns(doc).map((c) => `${c.test}: ${c.command}`)).toEqual([
+    'test/unit/thresholds.test.ts: temporal schedule frobnicate',
+    'test/unit/gone.test.ts: ls',
+    'test/unit/thresholds.test.ts: temporal workflow cancel',
+  ]);
+  expect(testRuns("cli('workflow',\n  'list', '--query', q)", 'temporal workflow list --query')).toBe(true);
+  expect(testRuns("cli('workflow', 'list')", 'temporal workflow cancel')).toBe(false);
 });

@@ -12,6 +12,7 @@ import {
   explainDocument,
   type CycleOfDay,
   type DayHistory,
+  type PartitionOfDay,
   type DocumentExplanation,
   type ExplainedDocumentInput,
   type ExplainWindow,
@@ -107,7 +108,7 @@ describe('explainAfterCycles', () => {
     status,
     webUi: '/namespaces/default/workflows/cycle-1/run-1/history',
   });
-  const seenIn = { ...cycle(), activityType: 'claimPage', activityId: '3' };
+  const seenIn = { ...cycle(), activityType: 'claimPage', activityId: '3', running: true };
   const due = explainDocument(doc(), [], WINDOW);
   const dueWhy = 'due: the next cycle as of 2026-09-02 reminds it at 7 days (5 days left)';
 
@@ -121,6 +122,53 @@ describe('explainAfterCycles', () => {
     const running = { ...met, cycle: cycle('RUNNING') };
     expect(explainAfterCycles(due, { cycles: [running.cycle], met: running }, WINDOW.asOfDate).why).toBe(
       'waiting: the owner was busy in cycle cycle-1, run run-1 (another transaction held it); that cycle retries it before it ends, else the next cycle does',
+    );
+  });
+
+  it('waiting in a running cycle whose partition that met the owner has ended: the next cycle retries, not that one (issue 47)', () => {
+    const partitionId = 'cycle-1/partition-1-of-2';
+    const met = {
+      cycle: cycle('RUNNING'),
+      outcome: 'busy' as const,
+      seenIn: { ...seenIn, workflowId: partitionId, running: false },
+    };
+    expect(explainAfterCycles(due, { cycles: [met.cycle], met }, WINDOW.asOfDate).why).toBe(
+      `waiting: the owner was busy in cycle cycle-1, run run-1 (another transaction held it); ${partitionId}, the partition that reads it, has ended and counted it busy: the next cycle retries`,
+    );
+    // Its mirror: the partition still runs, so it retries the owner before it ends.
+    const open = { ...met, seenIn: { ...met.seenIn, running: true } };
+    expect(explainAfterCycles(due, { cycles: [met.cycle], met: open }, WINDOW.asOfDate).why).toContain(
+      'that cycle retries it before it ends',
+    );
+  });
+
+  it("due, by the document's own partition: its cycle's outcome is its worst partition's (issue 47)", () => {
+    const stoppedCycle = { ...cycle('COMPLETED'), outcome: 'time-limit' };
+    const ranges = { low: ['00000000', 'e0000000'] as const, high: ['e0000000', null] as const };
+    const partition = (range: readonly [string, string | null], over: Partial<PartitionOfDay>): PartitionOfDay => ({
+      workflowId: `cycle-1/partition-${range === ranges.low ? 0 : 1}-of-2`,
+      runId: 'run-p',
+      range,
+      running: false,
+      ...over,
+    });
+    // The document (id d1) is in the low range; the high partition stopped, the low one read every page.
+    const whyWith = (partitions: PartitionOfDay[]) =>
+      explainAfterCycles(due, { cycles: [stoppedCycle], partitions }, WINDOW.asOfDate).why;
+    expect(
+      whyWith([partition(ranges.low, { outcome: 'completed' }), partition(ranges.high, { outcome: 'time-limit' })]),
+    ).toBe(
+      `${dueWhy}; partition cycle-1/partition-0-of-2, run run-p, of cycle cycle-1, read every page of its range without leaving its owner busy or failed: the document became due, or was added, after that partition read it`,
+    );
+    expect(whyWith([partition(ranges.low, { outcome: 'time-limit' })])).toBe(
+      `${dueWhy}; partition cycle-1/partition-0-of-2, run run-p, of cycle cycle-1, stopped before it reached this document (outcome time-limit: it ran out of its maximum run duration); the next cycle reminds it`,
+    );
+    expect(whyWith([partition(ranges.low, { running: true })])).toBe(
+      `${dueWhy}; partition cycle-1/partition-0-of-2, run run-p, of cycle cycle-1, is still running and may not have reached it yet`,
+    );
+    // A partition of another range says nothing of this document: the cycle's outcome speaks.
+    expect(whyWith([partition(ranges.high, { outcome: 'completed' })])).toContain(
+      'cycle cycle-1, run run-1, stopped before it reached this document',
     );
   });
 
@@ -216,7 +264,7 @@ function tableWords(text: string, marker: string): string[] {
 
 const VOCABULARY_WINDOW: ExplainWindow = { ...WINDOW, pruneCutoff: '2026-06-01' };
 const dayCycle: CycleOfDay = { workflowId: 'cycle-1', runId: 'run-1', status: 'COMPLETED', webUi: '/w' };
-const daySeenIn = { ...dayCycle, activityType: 'claimPage', activityId: '3' };
+const daySeenIn = { ...dayCycle, activityType: 'claimPage', activityId: '3', running: false };
 
 /** One document of each verdict, through the functions `explain` runs. */
 const EXAMPLES: Record<(typeof VERDICTS)[number], DocumentExplanation> = {

@@ -4,12 +4,13 @@
  * one broken owner never costs the others their reminder.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Queryable } from '../../db/pool';
 import type { WonDocument } from '../../db/reminders';
 import { isAttemptOver, isConnectionError, isPermanentDatabaseError, describeError } from '../errors';
 import type { Attempt } from './attempt';
 import { alonePart } from './journal';
 import { claimLockedOwners } from './sql/claim-owners';
-import { lockFreeOwners, waitForOwnerLocks } from './sql/lock-owners';
+import { endSupportLockHolders, lockFreeOwners, waitForOwnerLocks } from './sql/lock-owners';
 import { selectReceipts } from './sql/receipts';
 import type { Receipt } from './types';
 
@@ -61,7 +62,7 @@ async function claimInTransaction(
 ): Promise<void> {
   const { receipt, won } = await a.transaction(async (tx) => {
     const locked =
-      waitUntil === undefined ? await lockFreeOwners(tx, owners) : await waitForOwnerLocks(tx, owners, waitUntil);
+      waitUntil === undefined ? await lockFreeOwners(tx, owners) : await waitForBusyOwners(a, tx, owners, waitUntil);
     const held = new Set(locked);
     const busy = owners.filter((o) => !held.has(o));
     const cleared = a.journal.cleared(locked);
@@ -81,6 +82,18 @@ async function claimInTransaction(
     return { receipt: done, won: byOwner };
   });
   commitClaim(a, receipt, won);
+}
+
+/**
+ * A second try's locks: support sessions holding any of them ended first (a support login must not keep an owner
+ * busy past the cycle's retry of it), the rest waited for until `waitUntil`.
+ */
+async function waitForBusyOwners(a: Attempt, tx: Queryable, owners: readonly string[], waitUntil: number) {
+  const ended = await endSupportLockHolders(tx, owners);
+  if (ended > 0) {
+    a.log.warn({ jobRunId: a.claim.jobRunId, sessions: ended }, 'support session held an owner lock, ended it');
+  }
+  return waitForOwnerLocks(tx, owners, waitUntil);
 }
 
 /** Counts a committed claim's receipt, then logs and counts what it queued and who was busy. */

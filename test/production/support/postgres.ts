@@ -13,6 +13,8 @@ const RESTARTED = 'POSTGRES_RESTARTED';
 export interface ProductionPostgres {
   /** The superuser's URL, TLS with verify-full against the stack CA. */
   adminUrl: string;
+  /** The server's own log (what `settings` such as `log_statement=all` make it write). */
+  logFile: string;
   /** Stops the server, waits `downMs`, starts it again on the same port and data. */
   restart(downMs: number): Promise<void>;
   stop(): Promise<void>;
@@ -42,9 +44,10 @@ export function startProductionPostgres(
     lines.on('line', (line) => {
       if (line === RESTARTED) waiters.shift()?.();
       if (!line.startsWith(READY)) return;
-      const { adminUrl } = JSON.parse(line.slice(READY.length)) as { adminUrl: string };
+      const { adminUrl, logFile } = JSON.parse(line.slice(READY.length)) as { adminUrl: string; logFile: string };
       resolve({
         adminUrl,
+        logFile,
         restart: (downMs) =>
           new Promise<void>((done) => {
             waiters.push(done);

@@ -128,7 +128,9 @@ func (p *Policy) GetClaims(info *authorization.AuthInfo) (*authorization.Claims,
 }
 
 // What a worker does with its namespace's task queues, and what it reads to do it: describe the namespace at
-// start, page a long history when its cache misses. Nothing that starts, signals, ends or lists workflows.
+// start, page a long history when its cache misses; and for its stranded-cycles gauge, its deployment's
+// versions, their pollers and a count of the cycles each holds. Nothing that starts, signals, ends, moves or
+// lists workflows, nor routes the deployment.
 var workerAPIs = map[string]bool{}
 
 func init() {
@@ -155,6 +157,9 @@ func init() {
 		"ShutdownWorker",
 		"RecordWorkerHeartbeat",
 		"FetchWorkerConfig",
+		"DescribeWorkerDeployment",
+		"DescribeTaskQueue",
+		"CountWorkflowExecutions",
 	} {
 		workerAPIs["/temporal.api.workflowservice.v1.WorkflowService/"+method] = true
 	}

@@ -56,3 +56,18 @@ export async function waitForOwnerLocks(
   );
   return rows.map((r) => r.owner_user_id);
 }
+
+/**
+ * Ends the support sessions that hold an owner lock of `ownerUserIds` (migration 023): a support login may take
+ * the job's locks with PostgreSQL's own `pg_advisory_lock`, and keep its session. Sessions of other roles are
+ * left alone and waited for. Run before {@link waitForOwnerLocks}, which then takes the locks they held.
+ * @returns how many sessions it ended.
+ */
+export async function endSupportLockHolders(db: Queryable, ownerUserIds: readonly string[]): Promise<number> {
+  const { rows } = await db.query<{ ended: number }>(
+    `select profile.end_support_lock_holders(array(select ${ownerLockKeySql('o.id')} from unnest($1::uuid[]) as o(id)))
+              as ended`,
+    [ownerUserIds],
+  );
+  return rows[0]?.ended ?? 0;
+}
