@@ -62,6 +62,11 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
   for (const url of [...workerUrls, ...relayUrls]) {
     expect((await fetch(url.replace(/metrics$/, 'healthz'))).status).toBe(200);
   }
+  // Each worker's scrape reads its deployment for the stranded-cycles gauge with the `worker` certificate,
+  // which the profile's authorizer allows those reads (describe, count) and nothing that moves a cycle.
+  expect(
+    await counterOf(env.STACK_WORKER_METRICS_URLS, 'profile_document_expiry_reminder_stranded_refresh_errors_total'),
+  ).toEqual([0, 0]);
   const cliEnv = { ...process.env, ...env };
   // Each worker polls once it is up; the stack is ready when the first has (its version is then current).
   const pollersNow = async () => {
