@@ -8,10 +8,15 @@
  *   npm run stack -- --production            the production profile (TLS, SCRAM, mTLS; docs/DEPLOYMENT.md),
  *                                            with two workers and two relays of the job (`--no-job`: none)
  *
+ * The dev stack also makes database `expiry_reminder` on its PostgreSQL, migrated and empty, and prints its
+ * MIGRATION_DATABASE_URL, DATABASE_URL, RELAY_DATABASE_URL and SUPPORT_DATABASE_URL, so `npm run worker`,
+ * `relay` and `client` run on it as they are (README, "Run the pieces yourself").
+ *
  * Every progress and server line goes to stderr (the background stack's to its log file). With `--json`
  * stdout carries one `STACK_READY {…}` line and the stack lives as long as its stdin (the test runner's
- * link). The background is never chosen for the caller: a harness that ran `npm run stack > log &` and
- * killed it was left with the stack running.
+ * link); the dev stack then makes no database (each test file migrates its own). The background is never
+ * chosen for the caller: a harness that ran `npm run stack > log &` and killed it was left with the stack
+ * running.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
@@ -49,6 +54,7 @@ const READY = 'STACK_READY ';
 const STACK_VARIABLES = [
   'STACK_DATABASE_ADMIN_URL',
   'STACK_TEMPORAL_DATABASE_ADMIN_URL',
+  'MIGRATION_DATABASE_URL',
   'DATABASE_URL',
   'RELAY_DATABASE_URL',
   'SUPPORT_DATABASE_URL',
@@ -77,6 +83,8 @@ interface Profile {
   production: boolean;
   /** Two workers and two relays of the job on the production profile (not with `--json` or `--no-job`). */
   job: boolean;
+  /** The dev stack's database for a person (not with `--json`: the harness's tests make their own). */
+  database: boolean;
 }
 
 /** This process's ancestors up to init, from /proc (empty where there is none): the shell, npm, a script. */
@@ -133,6 +141,7 @@ async function serve(mode: 'json' | 'foreground' | 'daemon', profile: Profile): 
   if (profile.job) privateStateDir();
   const stack = await startStack({
     production: profile.production,
+    database: profile.database,
     ...(profile.job ? { job: { workers: 2, relays: 2 }, jobLogDir: path.join(STATE_DIR, `job-${timestamp()}`) } : {}),
     log: (line) => process.stderr.write(`[stack] ${line}\n`),
   });
@@ -276,8 +285,9 @@ async function main(): Promise<void> {
     throw new Error(`--no-job applies to the production profile only (the dev stack runs no job); ${usage}`);
   if (args.includes('stop')) return stopBackground();
   const production = args.includes('--production');
-  const profile: Profile = { production, job: production && !args.includes('--no-job') && !args.includes('--json') };
-  if (args.includes('--json')) return serve('json', profile);
+  const json = args.includes('--json');
+  const profile: Profile = { production, job: production && !args.includes('--no-job') && !json, database: !json };
+  if (json) return serve('json', profile);
   if (args.includes('--daemon')) return serve('daemon', profile);
   return args.includes('--background') ? launchInBackground(profile) : serve('foreground', profile);
 }

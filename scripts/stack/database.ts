@@ -23,9 +23,19 @@ export interface RolePasswords {
 }
 
 /**
+ * Passwords of the dev stack's own: its database's printed URLs carry them, so a guess at the well-known
+ * {@link LOCAL_ROLE_PASSWORDS} does not open the database a person fills.
+ */
+export function randomRolePasswords(): RolePasswords {
+  const random = () => crypto.randomBytes(18).toString('base64url');
+  return { worker: random(), relay: random(), support: random() };
+}
+
+/**
  * The role passwords of the stack this process was pointed at: the production profile prints its own
  * per-stack ones as EXPIRY_REMINDER_WORKER_PASSWORD, OUTBOX_RELAY_PASSWORD and EXPIRY_REMINDER_SUPPORT_PASSWORD (the variables `migrate`
- * reads), the dev stack prints none and uses the local ones. Roles are the server's, not a database's:
+ * reads), and so does the dev stack with its own database (not the test harness's, `--json`, which prints
+ * none: its tests use the local ones). Roles are the server's, not a database's:
  * a database migrated with other passwords would lock the stack's printed URLs out.
  */
 export function stackRolePasswords(env: NodeJS.ProcessEnv = process.env): RolePasswords {
@@ -110,13 +120,14 @@ async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   }
 }
 
-/** The database whose URLs the production profile prints. */
+/** The database whose URLs the stack prints (the production profile's, and the dev stack's for a person). */
 export const STACK_DATABASE = 'expiry_reminder';
 
 /**
- * Creates and migrates the production profile's own database with the stack's role passwords, and returns
- * the variables the stack prints for it: the worker's, the relay's and the support role's URLs (verify-full, like the admin's
- * they derive from) and the passwords, which `migrate` and the test helpers set on the roles again.
+ * Creates and migrates the stack's own database with the stack's role passwords, and returns the variables
+ * the stack prints for it: the worker's, the relay's and the support role's URLs (in the production profile
+ * verify-full, like the admin's they derive from) and the passwords, which `migrate` and the test helpers set
+ * on the roles again.
  */
 export async function stackDatabaseEnv(adminUrl: string, passwords: RolePasswords): Promise<Record<string, string>> {
   const db = await createMigratedDatabase(adminUrl, { name: STACK_DATABASE, rolePasswords: passwords });

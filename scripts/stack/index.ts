@@ -12,8 +12,8 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { CYCLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import { startKafka, type KafkaBroker } from './kafka';
 import { freePort } from '../../src/observability/ports';
-import { startPostgres, type PostgresServer } from './postgres';
-import { stackDatabaseEnv } from './database';
+import { databaseUrl, startPostgres, type PostgresServer } from './postgres';
+import { randomRolePasswords, STACK_DATABASE, stackDatabaseEnv } from './database';
 import { prepareStackSecrets, type StackSecrets } from './secrets';
 import { findOrBuildTemporalCli, stdoutToStderrLauncher } from './temporal-cli';
 import { startProductionTemporal } from './temporal-server';
@@ -23,6 +23,7 @@ import { TASK_QUEUE } from '../../src/domain/names';
 import { loadTemporalProfile } from '../../src/config/temporal-profile';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { makePollingVersionCurrent } from './versions';
+import { PORT_TRIES } from './port-retry';
 
 export { LOCAL_ROLE_PASSWORDS } from './database';
 
@@ -75,6 +76,29 @@ export interface StackOptions {
   jobLogDir?: string;
   /** Settings of the job's PostgreSQL server (`-c name=value`), when this stack starts it. */
   postgresSettings?: Readonly<Record<string, string>>;
+  /**
+   * The dev stack's database for a person who runs the job's pieces (`npm run migrate`, `worker`, `relay`,
+   * `client`): `expiry_reminder` on the stack's own PostgreSQL, migrated with per-stack role passwords, and
+   * MIGRATION_DATABASE_URL, DATABASE_URL, RELAY_DATABASE_URL, SUPPORT_DATABASE_URL and the passwords in `env`.
+   * Off for the test harness (each test file migrates a database of its own) and the demo; the production
+   * profile always has its database.
+   */
+  database?: boolean;
+}
+
+/**
+ * The variables of the dev stack's own database ({@link StackOptions.database}), made on the embedded server
+ * only: on a server named by MIGRATION_DATABASE_URL/DATABASE_URL those variables are the caller's and stand.
+ */
+async function devDatabaseEnv(postgres: PostgresServer, log: (line: string) => void): Promise<Record<string, string>> {
+  if (!postgres.embedded) {
+    log(`no database ${STACK_DATABASE} made on the server of MIGRATION_DATABASE_URL/DATABASE_URL: its URLs stand`);
+    return {};
+  }
+  const env = await stackDatabaseEnv(postgres.adminUrl, randomRolePasswords());
+  log(`database ${STACK_DATABASE} migrated and empty; its URLs are among the variables the stack prints`);
+  // The owner's, for `npm run migrate` and a seed: the worker's DATABASE_URL may not change the schema.
+  return { MIGRATION_DATABASE_URL: databaseUrl(postgres.adminUrl, { database: STACK_DATABASE }), ...env };
 }
 
 /** The cluster of KAFKA_BROKERS when given, else a broker of our own (the production profile's with `secrets`). */
@@ -184,14 +208,11 @@ async function startDevTemporal(
     try {
       return await startDevTemporalOn(options, cliPath, log, port, uiPort);
     } catch (err) {
-      if (tries >= DEV_TEMPORAL_TRIES) throw err;
+      if (tries >= PORT_TRIES) throw err;
       log(`Temporal dev server did not start on ${port} (${errorOf(err).message}); trying other ports`);
     }
   }
 }
-
-/** Starts of the dev server on other ports before the stack gives up (each port may have been taken). */
-const DEV_TEMPORAL_TRIES = 3;
 
 /** The dev server on `port` (and its Web UI on `uiPort`). */
 async function startDevTemporalOn(
@@ -273,7 +294,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   let kafka: { broker?: KafkaBroker; brokers: string } | undefined;
   let job: RunningJob | undefined;
   try {
-    const databaseEnv = secrets ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords) : {};
+    const databaseEnv = secrets
+      ? await stackDatabaseEnv(postgres.adminUrl, secrets.passwords)
+      : options.database
+        ? await devDatabaseEnv(postgres, log)
+        : {};
     kafka = await startOrAdoptKafka(log, secrets);
     // Temporal's history on a cluster of its own, as a platform runs it: its commits and fsyncs never wait
     // behind the job's, nor the job's behind its.
@@ -304,7 +329,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       ...(cliPath ? { TEMPORAL_CLI_PATH: cliPath } : {}),
     };
     if (options.job) {
-      // The dev stack prints no DATABASE_URL of the job's roles (each test migrates its own database).
+      // The job's processes run with the production profile's identities (certificates, SASL users).
       if (!secrets) throw new Error('the stack runs the job (workers and relays) on the production profile only');
       job = await startJob({
         ...options.job,

@@ -23,6 +23,7 @@ import { cacheDir, writeExecutableScript } from './cache';
 import { checkJava as checkJavaFor, ensureMavenJars, javaBinary, pomProperty, run, tail } from './maven';
 import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
+import { PortTakenError, retryOnTakenPort, saysAddressInUse } from './port-retry';
 
 const OPS_DIR = path.resolve(__dirname, '..', '..', 'ops', 'kafka');
 const POM = path.join(OPS_DIR, 'pom.xml');
@@ -62,13 +63,14 @@ interface ClientLogin {
 }
 
 /** One quiet client per use: kafkajs logs every refused connection at ERROR while the broker starts. */
-function client(brokers: string, login?: ClientLogin): Kafka {
+function client(brokers: string, login?: ClientLogin, requestTimeout?: number): Kafka {
   dropKafkajsNegativeTimeoutWarning();
   return new Kafka({
     clientId: 'expiry-reminder-stack',
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
     connectionTimeout: 2_000,
+    ...(requestTimeout ? { requestTimeout } : {}),
     retry: { retries: 0 },
     ...(login
       ? {
@@ -169,6 +171,12 @@ export interface KafkaOptions {
    * runs `ops/kafka/production.properties`, and its ACLs are set up after the first start.
    */
   secrets?: StackSecrets;
+  /**
+   * Chooses the broker's two ports (client and controller), again for each start of a new cluster after one
+   * whose port was taken (default a port free right now): a test hands out a port it holds, as another
+   * process would take one.
+   */
+  choosePort?: () => Promise<number>;
 }
 
 /** Where the production broker's variables come from: `ops/kafka/production.properties` lists them. */
@@ -263,7 +271,8 @@ function readLogTail(logFile: string): string {
 }
 
 async function reachable(brokers: string, login?: ClientLogin): Promise<boolean> {
-  const admin: Admin = client(brokers, login).admin();
+  // Not kafkajs's 30 s: whatever took the broker's port may accept a connection and never answer.
+  const admin: Admin = client(brokers, login, 3_000).admin();
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
@@ -298,14 +307,16 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
   const logFile = path.join(dataDir, 'broker.log');
   const log4j = `-Dlog4j2.configurationFile=${LOG4J_CONFIG}`;
 
-  let ports = fs.existsSync(portsFile) ? readPorts(portsFile) : undefined;
+  const choosePort = options.choosePort ?? freePort;
+  const resumed = fs.existsSync(portsFile) ? readPorts(portsFile) : undefined;
   const formatted = fs.existsSync(path.join(dataDir, 'logs', 'meta.properties'));
-  const freshCluster = !(ports && formatted);
-  if (!(ports && formatted)) {
-    const port = await freePort();
-    let controllerPort = await freePort();
-    while (controllerPort === port) controllerPort = await freePort();
-    ports = { port, controllerPort };
+  const freshCluster = !(resumed && formatted);
+  /** A new cluster on ports chosen now. */
+  const formatCluster = async (): Promise<{ port: number; controllerPort: number }> => {
+    const port = await choosePort();
+    let controllerPort = await choosePort();
+    while (controllerPort === port) controllerPort = await choosePort();
+    const ports = { port, controllerPort };
     if (secrets) fs.writeFileSync(portsFile, JSON.stringify(ports));
     else fs.writeFileSync(propertiesFile, serverProperties(dataDir, port, controllerPort));
     // SCRAM users must exist before the broker starts: it authenticates to itself as `broker`.
@@ -338,9 +349,11 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
           tail(format.error?.message ?? format.output),
       );
     }
-  }
-  const brokers = `127.0.0.1:${ports.port}`;
-  const brokerEnv = secrets ? productionBrokerEnv(secrets, dataDir, ports) : undefined;
+    return ports;
+  };
+  let ports = resumed && !freshCluster ? resumed : await formatCluster();
+  let brokers = `127.0.0.1:${ports.port}`;
+  let brokerEnv = secrets ? productionBrokerEnv(secrets, dataDir, ports) : undefined;
   const login = (user: 'relay' | 'admin'): ClientLogin | undefined =>
     secrets && {
       caPath: secrets.caPath,
@@ -425,8 +438,17 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
   const start = async (): Promise<void> => {
     if (child) return;
     const began = Date.now();
+    const logged = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
     const proc = launch();
     while (Date.now() - began < READY_TIMEOUT_MS) {
+      // Only this start's output: an earlier start's taken port must not make a later failure look like one.
+      if (saysAddressInUse(fs.readFileSync(logFile).subarray(logged).toString('utf8'))) {
+        // Said while the broker shuts down: gone before the next start formats its folder again.
+        await stop();
+        throw new PortTakenError(
+          `a port of the broker on ${brokers} (controller port ${ports.controllerPort}) was taken; ${logFile}:\n${readLogTail(logFile)}`,
+        );
+      }
       if (child !== proc) {
         const how = proc.signalCode ?? (proc.exitCode === null ? 'could not run java' : `exit code ${proc.exitCode}`);
         throw new Error(`The Kafka broker exited during start (${how}); ${logFile}:\n${readLogTail(logFile)}`);
@@ -447,7 +469,24 @@ export async function startKafka(options: KafkaOptions = {}): Promise<KafkaBroke
   };
 
   try {
-    await start();
+    let first = true;
+    await retryOnTakenPort('the Kafka broker', log, async () => {
+      // Only a new cluster gets here again, after a port was taken: formatted anew on other ports, since its
+      // quorum's voter names the controller's port.
+      if (!first) {
+        fs.rmSync(path.join(dataDir, 'logs'), { recursive: true, force: true });
+        ports = await formatCluster();
+        brokers = `127.0.0.1:${ports.port}`;
+        brokerEnv = secrets ? productionBrokerEnv(secrets, dataDir, ports) : undefined;
+      }
+      first = false;
+      try {
+        await start();
+      } catch (err) {
+        // A resumed cluster's ports are its own (its quorum's voter names them): no other port will do.
+        throw err instanceof PortTakenError && !freshCluster ? new Error(err.message) : err;
+      }
+    });
     // ACLs live in the cluster's metadata: once per cluster, by the admin, with the broker's own tool.
     if (secrets && freshCluster) await applyAcls(brokers, toolEnv(), log);
   } catch (err) {

