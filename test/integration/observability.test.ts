@@ -37,13 +37,16 @@ function sample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+/**
+ * Names with a sample, and names declared by `# TYPE`: a labelled gauge that is empty while all is well (the
+ * stranded-cycles gauge has a series only for a stranded version) is still exported, and its alert reads it.
+ */
 function metricNames(text: string): Set<string> {
-  return new Set(
-    text
-      .split('\n')
-      .filter((l) => l && !l.startsWith('#'))
-      .map((l) => l.split(/[{ ]/)[0]),
-  );
+  const lines = text.split('\n');
+  return new Set([
+    ...lines.filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]),
+    ...lines.filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]),
+  ]);
 }
 
 test('worker and relay processes: logs carry the five cycle events and no document value or secret; /metrics matches the ledger and outbox; every alert and dashboard metric exists', async () => {
@@ -134,6 +137,9 @@ test('worker and relay processes: logs carry the five cycle events and no docume
   );
   // Only the failing owner's document is still due.
   expect(sample(workerMetrics, 'profile_document_expiry_reminder_backlog')).toBe(1);
+  // No version of this worker's deployment is stranded, and reading that did not fail.
+  expect(sample(workerMetrics, 'profile_document_expiry_reminder_stranded_refresh_errors_total')).toBe(0);
+  expect(workerMetrics).not.toMatch(/^profile_document_expiry_reminder_stranded_cycles\{/m);
   expect([...metricNames(workerMetrics)].some((n) => n.startsWith('temporal_'))).toBe(true);
   expect(
     sample(relayMetrics, 'profile_outbox_relay_published_total{topic="pin.profile.document-expiry-reminders.v1"}'),
