@@ -67,14 +67,21 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
 }
 
 /**
- * What the dev server logs at ERROR that is no error: a task queue's state written while the server unloads
- * that queue (a test's worker stopped, the server shutting down) gives up with `context canceled`. A passing
- * `npm test` printed dozens of these, which a newcomer reads as failures.
+ * What the dev server logs at ERROR that is no error, as `grep -E` patterns:
+ * - a task queue's state written while the server unloads that queue (a test's worker stopped, the server
+ *   shutting down) gives up with `context canceled`;
+ * - a worker deployment asked for before its first worker polled (`deployment current` waiting for pollers,
+ *   the stranded-cycles gauge of a worker that has not polled yet) is `Worker Deployment not found`, the
+ *   NotFound the caller expects and handles.
+ * A passing `npm test` printed dozens of these, which a newcomer reads as failures.
  */
-const BENIGN_SERVER_ERROR = '"msg":"Persistent store operation failure".*"error":"context canceled"';
+export const BENIGN_SERVER_ERRORS = [
+  '"msg":"Persistent store operation failure".*"error":"context canceled"',
+  '"msg":"deployment client error".*"error":"Worker Deployment not found"',
+];
 
 /**
- * A launcher for `cliPath` whose stdout goes to stderr, without the {@link BENIGN_SERVER_ERROR} lines. The SDK
+ * A launcher for `cliPath` whose stdout goes to stderr, without the {@link BENIGN_SERVER_ERRORS} lines. The SDK
  * starts the dev server with our stdout, where it prints its banner; `npm run stack` promises only `export`
  * lines there, so that `eval "$(npm run -s stack -- --background)"` works. The server is exec'd (the SDK stops
  * the process it started) and its output goes through a filter that ends with it. The launcher lives in the
@@ -84,6 +91,6 @@ export function stdoutToStderrLauncher(cliPath: string): string {
   const name = `temporal-${Buffer.from(cliPath).toString('base64url').slice(-40)}-filtered.sh`;
   const script =
     '#!/usr/bin/env bash\n' +
-    `exec '${cliPath.replace(/'/g, `'\\''`)}' "$@" > >(grep --line-buffered -v -E '${BENIGN_SERVER_ERROR}' 1>&2) 2>&1\n`;
+    `exec '${cliPath.replace(/'/g, `'\\''`)}' "$@" > >(grep --line-buffered -v -E '${BENIGN_SERVER_ERRORS.join('|')}' 1>&2) 2>&1\n`;
   return writeExecutableScript(cacheDir('launchers', name), script);
 }

@@ -1,0 +1,34 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { stdoutToStderrLauncher } from '../../scripts/stack/temporal-cli';
+
+// The dev server's launcher drops the ERROR lines that are no error and keeps every other line, real errors
+// included, on stderr: a passing npm test prints no server ERROR line, a failing one still shows its cause.
+test('the dev server launcher drops benign ERROR lines and keeps real errors, all on stderr', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'launcher-'));
+  const previous = process.env.XDG_CACHE_HOME;
+  process.env.XDG_CACHE_HOME = dir;
+  try {
+    const lines = [
+      '{"level":"ERROR","msg":"Persistent store operation failure","error":"context canceled"}',
+      '{"level":"ERROR","msg":"deployment client error","error":"Worker Deployment not found","operation":"DescribeWorkerDeployment"}',
+      '{"level":"ERROR","msg":"Persistent store operation failure","error":"disk full"}',
+      '{"level":"ERROR","msg":"deployment client error","error":"permission denied"}',
+      'CLI 1.5.1 (Server 1.29.1)',
+    ];
+    const fake = path.join(dir, 'fake-temporal');
+    fs.writeFileSync(fake, `#!/usr/bin/env bash\nprintf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')}\n`, {
+      mode: 0o755,
+    });
+    const res = spawnSync(stdoutToStderrLauncher(fake), [], { encoding: 'utf8' });
+    expect(res.status).toBe(0);
+    expect(res.stdout).toBe('');
+    expect(res.stderr.trim().split('\n')).toEqual([lines[2], lines[3], lines[4]]);
+  } finally {
+    if (previous === undefined) delete process.env.XDG_CACHE_HOME;
+    else process.env.XDG_CACHE_HOME = previous;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
