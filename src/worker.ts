@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   let connection: NativeConnection | undefined;
   let server: http.Server | undefined;
   let worker: Worker | undefined;
-  const backlog = backlogRefresher(pool, config, metrics);
+  const backlog = backlogRefresher(pool, config.cycle, config.backlogRefreshIntervalMs, metrics);
   const stranded = strandedCyclesRefresher(() => connection, config, metrics, {
     intervalMs: config.backlogRefreshIntervalMs,
   });
