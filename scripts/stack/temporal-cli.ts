@@ -75,7 +75,7 @@ export function findOrBuildTemporalCli(log: (line: string) => void = () => {}): 
  *   NotFound the caller expects and handles.
  * A passing `npm test` printed dozens of these, which a newcomer reads as failures.
  */
-export const BENIGN_SERVER_ERRORS = [
+const BENIGN_SERVER_ERRORS = [
   '"msg":"Persistent store operation failure".*"error":"context canceled"',
   '"msg":"deployment client error".*"error":"Worker Deployment not found"',
 ];

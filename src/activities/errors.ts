@@ -12,7 +12,7 @@ const PERMANENT_SQLSTATE_CLASSES = new Set(['22', '23', '28', '42']);
 
 /**
  * SQLSTATE of a claim transaction of an attempt that a later attempt of its activity has replaced (migration
- * 021's `hold_claim_attempt`): this attempt is over, and its result would be dropped anyway.
+ * 024's `enter_claim_attempt`, 021's `hold_claim_attempt` before it): this attempt is over, and its result would be dropped anyway.
  */
 const ATTEMPT_OVER = 'XR001';
 

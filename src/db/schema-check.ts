@@ -294,8 +294,9 @@ export async function workerSchemaProblems(db: Queryable): Promise<string[]> {
 const WORKER_FUNCTIONS = [
   { signature: 'profile.wait_for_xact_locks(bigint[], integer)', migration: '019' },
   { signature: 'profile.time_ordered_uuid()', migration: '020' },
-  { signature: 'profile.hold_claim_attempt(uuid, text, integer)', migration: '021' },
   { signature: 'profile.end_support_lock_holders(bigint[])', migration: '023' },
+  { signature: 'profile.enter_claim_attempt(uuid, text, integer)', migration: '024' },
+  { signature: 'profile.raise_claim_attempt(uuid, text, integer)', migration: '024' },
 ];
 
 /** A function the worker calls that is missing, or that its role may not execute. */

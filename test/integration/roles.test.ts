@@ -126,9 +126,13 @@ test("the job's functions (issue 47): each executable by the worker, whose state
        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
       where n.nspname = 'profile' order by 1`,
   );
+  // hold_claim_attempt (021) stays the worker's for the workers of the version before 024, until their cycles end.
   const called = [
+    'profile.claim_attempt_lock_key(uuid,text)',
     'profile.end_support_lock_holders(bigint[])',
+    'profile.enter_claim_attempt(uuid,text,integer)',
     'profile.hold_claim_attempt(uuid,text,integer)',
+    'profile.raise_claim_attempt(uuid,text,integer)',
     'profile.time_ordered_uuid()',
     'profile.uuid_v7_portable()',
     'profile.wait_for_xact_locks(bigint[],integer)',

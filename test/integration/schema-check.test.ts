@@ -103,6 +103,20 @@ test("a database without migration 020's id function is refused, naming the migr
   expect(refused).toEqual(["profile.time_ordered_uuid(): the worker's role may not execute it"]);
 });
 
+test("a database without migration 024's attempt guard is refused, naming the migration: the worker's claims hold it", async () => {
+  const restore = readFileSync(path.join(__dirname, '../../migrations/024_claim_attempt_without_xid.sql'), 'utf8');
+  const missing = await whileChanged(
+    `drop function profile.enter_claim_attempt(uuid, text, integer);
+     drop function profile.raise_claim_attempt(uuid, text, integer)`,
+    restore,
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(missing).toEqual([
+    'profile.enter_claim_attempt(uuid, text, integer) is missing: run the migrations (024 creates it)',
+    'profile.raise_claim_attempt(uuid, text, integer) is missing: run the migrations (024 creates it)',
+  ]);
+});
+
 /** Issue 28, item 1.5: the page plan's index, as the profile service may have made it before migration 001. */
 describe('the page index ix_person_documents_expires_at', () => {
   const restore = `drop index profile.ix_person_documents_expires_at;

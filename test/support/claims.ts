@@ -97,6 +97,6 @@ export function observedPool(
 
 /** Whether `text` opens a claim transaction of an attempt (and of which). */
 export function claimBeginOf(text: string): { attempt: number } | undefined {
-  const m = /^BEGIN[^]*hold_claim_attempt\([^]*, (\d+)\)$/i.exec(text);
+  const m = /^BEGIN[^]*enter_claim_attempt\([^]*, (\d+)\)$/i.exec(text);
   return m ? { attempt: Number(m[1]) } : undefined;
 }

@@ -4,7 +4,8 @@
  *               flight), 1,000 messages per send: the ceiling of this broker on this machine;
  *   relay       by a running `npm run relay` process (compiled, as deployed), woken by the rows' commit,
  *               timed from the commit to the last row marked published;
- *   relay-cold  by a relay process started with the rows already there, timed from its start.
+ *   relay-cold  by a relay process started with the rows already there, timed from its start;
+ *   lean-*      issue 48's publish paths in a lean loop of this process (./prototypes.ts), not by default.
  * Each path gets fresh rows in an empty outbox; `--rows` sets N (default 30,000).
  */
 import crypto from 'node:crypto';
@@ -18,6 +19,7 @@ import { cpuDelta, cpuSnapshot, measurement, sampleRss, type Measurement } from 
 import type { Bench, Workload, WorkloadResult } from '../../workload';
 import { buildEntryCommand } from '../../harness/worker';
 import { relayEnv, startRelayProcess } from './process';
+import { LEAN_LABELS, LEAN_PATHS, leanPath } from './prototypes';
 import { seedOutbox, unpublishedCount } from './seed';
 
 const DEFAULT_ROWS = 30_000;
@@ -28,7 +30,8 @@ const PARTITIONS = 3;
 
 export const relayWorkload: Workload = {
   name: 'relay',
-  paths: ['kafkajs', 'relay', 'relay-cold'],
+  paths: ['kafkajs', 'relay', 'relay-cold', ...LEAN_PATHS],
+  defaultPaths: ['kafkajs', 'relay', 'relay-cold'],
   needs: () => ({ worker: false, kafka: true }),
   run: runRelayWorkload,
 };
@@ -60,6 +63,11 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
   if (paths.has('kafkajs')) record(await bareProducer(bench, kafka, rows));
   if (paths.has('relay')) record(await relayPath(bench, rows, 'warm'));
   if (paths.has('relay-cold')) record(await relayPath(bench, rows, 'cold'));
+  for (const lean of LEAN_PATHS) {
+    if (!paths.has(lean)) continue;
+    const loops = config.relay.concurrency;
+    record(await leanPath(bench, kafka, lean, { rows, batch: config.relay.batchSize, loops, partitions: PARTITIONS }));
+  }
 
   const rate = (p: string) => results.find((r) => r.path.startsWith(p))?.ownersPerSecond;
   const ratio = (p: string) => {
@@ -67,18 +75,37 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
     const r = rate(p);
     return bare && r ? Number((r / bare).toFixed(3)) : undefined;
   };
-  const comparisons = { relayVsBare: ratio('relay, woken'), relayColdVsBare: ratio('relay, cold') };
+  const comparisons: Record<string, number | undefined> = {
+    relayVsBare: ratio('relay, woken'),
+    relayColdVsBare: ratio('relay, cold'),
+    ...Object.fromEntries(LEAN_PATHS.map((p) => [`${p}VsBare`, ratio(LEAN_LABELS[p])])),
+  };
   return {
     data: { rows },
     settings: { partitions: PARTITIONS, bareBatch: BARE_BATCH, relayBatch: process.env.RELAY_BATCH_SIZE ?? 'default' },
     results,
     comparisons,
-    headline: `relay / bare kafkajs: woken ${comparisons.relayVsBare ?? '-'}, cold ${comparisons.relayColdVsBare ?? '-'}`,
+    headline:
+      `relay / bare kafkajs: woken ${comparisons.relayVsBare ?? '-'}, cold ${comparisons.relayColdVsBare ?? '-'}` +
+      LEAN_PATHS.filter((p) => paths.has(p))
+        .map((p) => `, ${p} ${comparisons[`${p}VsBare`] ?? '-'}`)
+        .join(''),
     table: {
-      header: ['path', 'wall s', 'rows', 'rows/s', 'process CPU', 'PostgreSQL CPU', 'Kafka broker CPU', 'peak RSS MB'],
+      header: [
+        'path',
+        'wall s',
+        'rows',
+        'rows/s',
+        'process CPU',
+        'PostgreSQL CPU',
+        'PostgreSQL µs/row',
+        'Kafka broker CPU',
+        'peak RSS MB',
+      ],
       rows: results.map((m) => {
-        const x = m.extra as { cpu: Record<string, string>; relayPeakRssMb?: number };
-        const own = m.path.startsWith('bare') ? x.cpu.benchDriver : x.cpu.worker;
+        const x = m.extra as { cpu: Record<string, string>; relayPeakRssMb?: number; postgresMicrosPerRow?: number };
+        const own = m.path.startsWith('relay') ? x.cpu.worker : x.cpu.benchDriver;
+        const pgSeconds = Number.parseFloat(x.cpu.postgres);
         return [
           m.path,
           m.seconds,
@@ -86,6 +113,7 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
           m.ownersPerSecond,
           own,
           x.cpu.postgres,
+          x.postgresMicrosPerRow ?? Math.round((pgSeconds * 1e6) / m.owners),
           x.cpu.kafka,
           x.relayPeakRssMb ?? '',
         ];

@@ -37,7 +37,7 @@ export interface Attempt {
   isLast: boolean;
   /** Tells Temporal the attempt is alive; throws when it has lost its activity (timed out, cancelled). */
   checkpoint(details?: unknown): void;
-  /** Runs `fn` in a transaction of this attempt, opened by `begin` and holding the attempt's row. */
+  /** Runs `fn` in a transaction of this attempt, opened by `begin` and holding the attempt. */
   transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>, begin?: string): Promise<T>;
 }
 

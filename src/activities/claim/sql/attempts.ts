@@ -1,6 +1,7 @@
 /**
- * The attempt of a claiming activity that may commit (migration 021): raised when an attempt starts, held by
- * each of its transactions, so that no attempt commits anything once a later one has started.
+ * The attempt of a claiming activity that may commit (migrations 021, 024): raised when an attempt starts, held
+ * by each of its transactions, so that no attempt commits anything once a later one has started. Held without a
+ * write: a claim transaction takes its id at its first write, after its owners' locks (docs/DESIGN.md#owner-transaction).
  */
 import pg from 'pg';
 import type { Queryable } from '../../../db/pool';
@@ -16,25 +17,24 @@ export interface AttemptKey {
 
 /**
  * Raises the activity's attempt to `key.attempt`. It waits for a transaction of an earlier attempt that still
- * holds the row ({@link holdAttemptSql}) to end, so what that one commits is there for this attempt to read.
+ * holds the attempt ({@link holdAttemptSql}) to end, so what that one commits is there for this attempt to read.
  * @returns false when a later attempt started first: this one is over before it began.
  */
 export async function raiseAttempt(db: Queryable, key: AttemptKey): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `insert into profile.document_expiry_reminder_claim_attempts as a (cycle_id, queued_by, attempt)
-     values ($1, $2, $3)
-     on conflict (cycle_id, queued_by) do update set attempt = excluded.attempt, started_at = now()
-      where a.attempt <= excluded.attempt`,
-    [key.cycleId, key.queuedBy, key.attempt],
-  );
-  return (rowCount ?? 0) > 0;
+  const { rows } = await db.query<{ raised: boolean }>('select profile.raise_claim_attempt($1, $2, $3) as raised', [
+    key.cycleId,
+    key.queuedBy,
+    key.attempt,
+  ]);
+  return rows[0].raised;
 }
 
 /**
- * The statement a claim transaction opens with after its BEGIN: it holds the attempt's row until the commit and
- * fails (SQLSTATE XR001) when a later attempt has raised it. Literals, not parameters, so that it travels in
- * the BEGIN's own round trip (a simple query of several statements).
+ * The statement a claim transaction opens with after its BEGIN: it holds the attempt (a shared advisory lock,
+ * which assigns no transaction id) until the commit and fails (SQLSTATE XR001) when a later attempt has raised
+ * it. Literals, not parameters, so that it travels in the BEGIN's own round trip (a simple query of several
+ * statements).
  */
 export function holdAttemptSql(key: AttemptKey): string {
-  return `SELECT profile.hold_claim_attempt(${pg.escapeLiteral(key.cycleId)}::uuid, ${pg.escapeLiteral(key.queuedBy)}, ${Math.trunc(key.attempt)})`;
+  return `SELECT profile.enter_claim_attempt(${pg.escapeLiteral(key.cycleId)}::uuid, ${pg.escapeLiteral(key.queuedBy)}, ${Math.trunc(key.attempt)})`;
 }

@@ -53,9 +53,10 @@ export interface ReadPage {
 }
 
 /**
- * Reads page `p.page` (the page statement; the caller's transaction pins its plan), records it when it has rows
- * and was not recorded already (its end, its documents and owners, and the owners after the first `p.lockFirst`,
- * which later transactions claim), and tries the locks of its first `p.lockFirst` owners, in one round trip.
+ * Reads page `p.page` (the page statement; the caller's transaction pins its plan), tries the locks of its first
+ * `p.lockFirst` owners, then records it when it has rows and was not recorded already (its end, its documents and
+ * owners, and the owners after the first `p.lockFirst`, which later transactions claim), in one round trip. The
+ * locks come before the record, the transaction's first write (docs/DESIGN.md#owner-transaction).
  */
 export async function readAndLockPage(db: Queryable, p: PageToRead): Promise<ReadPage> {
   const pageParams = candidatePageParams(p.window, p.bounds, p.after, p.limit, p.range[0], p.range[1]);
@@ -75,6 +76,11 @@ export async function readAndLockPage(db: Queryable, p: PageToRead): Promise<Rea
         group by owner_user_id
      ),
      ranked as materialized (select owner_user_id, row_number() over (order by first_row) as rank from owners),
+     locks as materialized (
+       select r.owner_user_id, r.rank,
+              case when r.rank <= $14 then pg_try_advisory_xact_lock(${ownerLockKeySql('r.owner_user_id')}) end as locked
+         from ranked r
+     ),
      position as (
        insert into ${POSITIONS}
               (cycle_id, page, job_run_id, expires_at, document_id, attempt, documents, owners, later_owner_ids, queued_by)
@@ -82,17 +88,20 @@ export async function readAndLockPage(db: Queryable, p: PageToRead): Promise<Rea
               (select count(*) from ranked),
               (select array_agg(owner_user_id order by rank) from ranked where rank > $14), $15::text
          from last_row l
+        -- A one-time filter, run before the insert's first row: every lock is taken before the transaction's
+        -- first write, which gives it its id (the outbox's order, migration 024).
+        where (select count(*) from locks) >= 0
        on conflict (cycle_id, page) do nothing
        returning 1
      )
-     select r.owner_user_id,
-            case when r.rank <= $14 then pg_try_advisory_xact_lock(${ownerLockKeySql('r.owner_user_id')}) end as locked,
+     select k.owner_user_id,
+            k.locked,
             (select count(*)::int from page) as documents,
             exists (select from position) as recorded,
             l.expires_at as end_expires_at,
             l.id as end_id
-       from ranked r, last_row l
-      order by r.rank`,
+       from locks k, last_row l
+      order by k.rank`,
     [...pageParams, p.cycleId, p.page, p.jobRunId, p.attempt, p.lockFirst, p.queuedBy],
   );
   const first = rows[0];
