@@ -140,8 +140,10 @@ const lanesPass =
         'select xid::text as xid, id from relay_proto.lanes where lane = $1',
         [lane],
       );
-      const { rows } = await db.query<OutboxMessage & { xid: string }>(
-        `select ${SELECTED_EVENT_COLUMNS}, xid::text as xid from relay_proto.events
+      // Not `xid::text as xid`: ORDER BY would take the output column, sort the lane's rows as text, and read
+      // them all for each batch.
+      const { rows } = await db.query<OutboxMessage & { row_xid: string }>(
+        `select ${SELECTED_EVENT_COLUMNS}, xid::text as row_xid from relay_proto.events
           where ((hashtextextended(message_key, 0) & 7)::int) = $1
             and (xid, id) > ($2::xid8, $3::uuid) and xid < pg_snapshot_xmin(pg_current_snapshot())
           order by xid, id limit $4`,
@@ -159,7 +161,7 @@ const lanesPass =
       const moved = await db.query(
         `update relay_proto.lanes set xid = $2::xid8, id = $3, acked_at = now()
           where lane = $1 and (xid, id) = ($4::xid8, $5::uuid)`,
-        [lane, last.xid, last.id, cursor[0].xid, cursor[0].id],
+        [lane, last.row_xid, last.id, cursor[0].xid, cursor[0].id],
       );
       if (moved.rowCount !== 1) throw new Error(`lane ${lane}'s cursor moved under its lock`);
       await db.query(
@@ -168,7 +170,7 @@ const lanesPass =
            from jsonb_to_recordset($4::jsonb) as p(partition int, base_offset bigint, ids jsonb)`,
         [
           lane,
-          last.xid,
+          last.row_xid,
           last.id,
           JSON.stringify(placed.map((p) => ({ partition: p.partition, base_offset: p.baseOffset, ids: p.ids }))),
         ],
