@@ -13,8 +13,12 @@
 -- activities' hashes makes one raise wait for the other's transaction, nothing more.
 --
 -- New functions beside 021's: workers of the version before this one keep calling `hold_claim_attempt` for
--- their own pinned cycles until those end; an activity's attempts all run on one version, so the two guards
--- never meet on one activity. Drop 021's function once no such worker runs.
+-- their own pinned cycles until those end; an activity's attempts run on its cycle's version, so the two guards
+-- meet on one activity only when a cycle is moved between versions (`temporal workflow update-options`). Moved
+-- forward, the new raise still waits for an old attempt's `FOR SHARE`, since its upsert locks the same row; an
+-- old raise does not wait for a new attempt's hold, so move a cycle back to the version before only once its
+-- attempts have stopped (the runbook moves cycles off a version that has no workers). Drop 021's function once
+-- no worker of the version before runs.
 create or replace function profile.claim_attempt_lock_key(p_cycle_id uuid, p_queued_by text)
 returns integer
 language sql immutable

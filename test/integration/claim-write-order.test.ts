@@ -10,13 +10,14 @@ import crypto from 'node:crypto';
 import type pg from 'pg';
 import pino from 'pino';
 import { createActivities, type ClaimPageInput, type ClaimPageResult } from '../../src/activities';
+import { holdAttemptSql, raiseAttempt } from '../../src/activities/claim/sql/attempts';
 import { lockFreeOwners } from '../../src/activities/claim/sql/lock-owners';
 import { WORKER_ROLE } from '../../src/domain/names';
 import { insertDocuments, outbox } from '../support/data';
 import { observedPool, runActivity } from '../support/claims';
 import { testConfig } from '../support/stack';
 import { useIntegration } from '../support/harness';
-import { eventually } from '../support/wait';
+import { eventually, sleep } from '../support/wait';
 
 const AS_OF_DATE = '2026-09-02';
 
@@ -167,5 +168,26 @@ test("a claim that waits for a busy owner is ordered after the transaction it wa
     expect(BigInt(writes.rows[0].xid)).toBeGreaterThan(BigInt(rows[0].xid));
   } finally {
     holder.release();
+  }
+});
+
+test('a cycle moved forward between versions: the new raise waits for an open transaction of an attempt that holds its row the way 021 did (FOR SHARE), which then fails its next transaction', async () => {
+  const key = { cycleId: crypto.randomUUID(), queuedBy: 'run-moved/claim-1', attempt: 1 };
+  expect(await raiseAttempt(stack.db.worker, key)).toBe(true);
+  const old = await stack.db.worker.connect();
+  try {
+    await old.query('begin');
+    await old.query('select profile.hold_claim_attempt($1, $2, 1)', [key.cycleId, key.queuedBy]);
+    let settled = false;
+    const raising = raiseAttempt(stack.db.worker, { ...key, attempt: 2 }).finally(() => (settled = true));
+    await sleep(300);
+    expect(settled).toBe(false);
+    await old.query('commit');
+    expect(await raising).toBe(true);
+    await old.query('begin');
+    await expect(old.query(holdAttemptSql(key))).rejects.toEqual(expect.objectContaining({ code: 'XR001' }));
+    await old.query('rollback');
+  } finally {
+    old.release();
   }
 });
