@@ -17,6 +17,7 @@ import crypto from 'node:crypto';
 import type { Kafka, Producer } from 'kafkajs';
 import pg from 'pg';
 import { claimUnpublished, markPublished, pinClaimPlan, type OutboxMessage } from '../../../src/db/outbox';
+import { withTransaction } from '../../../src/db/pool';
 import { TOPIC } from '../../../src/domain/names';
 import { toKafkaMessage } from '../../../src/relay/kafka';
 import { partitionOfKey } from '../../../src/relay/key-partition';
@@ -86,101 +87,92 @@ async function send(producer: Producer, rows: readonly OutboxMessage[], partitio
   }));
 }
 
-/** One pass of a loop: publishes one batch (or nothing) in one transaction; returns the rows it published. */
+/**
+ * One pass of a loop, inside a transaction the loop opens (`withTransaction`): publishes one batch, or nothing;
+ * returns the rows it published.
+ */
 type Pass = (db: pg.PoolClient, producer: Producer, turn: number) => Promise<number>;
+
+const PIN_PLAN = 'set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off';
+
+/** A batch's placements, one row per partition; `lane` and `last` for path A's `explain` by cursor range. */
+async function insertDeliveries(
+  db: pg.PoolClient,
+  placed: readonly Placed[],
+  lane: { lane: number; lastXid: string; lastId: string } | null,
+): Promise<void> {
+  await db.query(
+    `insert into relay_proto.deliveries (lane, last_xid, last_id, partition, base_offset, ids)
+     select $1, $2::xid8, $3, p.partition, p.base_offset, array(select jsonb_array_elements_text(p.ids)::uuid)
+       from jsonb_to_recordset($4::jsonb) as p(partition int, base_offset bigint, ids jsonb)`,
+    [
+      lane?.lane ?? null,
+      lane?.lastXid ?? null,
+      lane?.lastId ?? null,
+      JSON.stringify(placed.map((p) => ({ partition: p.partition, base_offset: p.baseOffset, ids: p.ids }))),
+    ],
+  );
+}
 
 const todayPass =
   (batch: number, partitions: number): Pass =>
   async (db, producer) => {
-    await db.query('begin');
-    try {
-      await pinClaimPlan(db);
-      const rows = await claimUnpublished(db, batch);
-      if (rows.length === 0) {
-        await db.query('rollback');
-        return 0;
-      }
-      const placed = await send(producer, rows, partitions);
-      const placements = new Map(
-        placed.flatMap((p) =>
-          p.ids.map(
-            (id, i) => [id, { partition: p.partition, offset: String(BigInt(p.baseOffset) + BigInt(i)) }] as const,
-          ),
+    await pinClaimPlan(db);
+    const rows = await claimUnpublished(db, batch);
+    if (rows.length === 0) return 0;
+    const placed = await send(producer, rows, partitions);
+    const placements = new Map(
+      placed.flatMap((p) =>
+        p.ids.map(
+          (id, i) => [id, { partition: p.partition, offset: String(BigInt(p.baseOffset) + BigInt(i)) }] as const,
         ),
-      );
-      await markPublished(
-        db,
-        rows.map((r) => r.id),
-        placements,
-      );
-      await db.query('commit');
-      return rows.length;
-    } catch (err) {
-      await db.query('rollback');
-      throw err;
-    }
+      ),
+    );
+    await markPublished(
+      db,
+      rows.map((r) => r.id),
+      placements,
+    );
+    return rows.length;
   };
 
 const lanesPass =
   (batch: number, partitions: number): Pass =>
   async (db, producer, turn) => {
     const lane = turn % LANES;
-    await db.query('begin');
-    try {
-      const { rows: locked } = await db.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1, $2) as ok', [
-        LANE_LOCK_CLASS,
-        lane,
-      ]);
-      if (!locked[0].ok) {
-        await db.query('rollback');
-        return 0;
-      }
-      await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
-      const { rows: cursor } = await db.query<{ xid: string; id: string }>(
-        'select xid::text as xid, id from relay_proto.lanes where lane = $1',
-        [lane],
-      );
-      // Not `xid::text as xid`: ORDER BY would take the output column, sort the lane's rows as text, and read
-      // them all for each batch.
-      const { rows } = await db.query<OutboxMessage & { row_xid: string }>(
-        `select ${SELECTED_EVENT_COLUMNS}, xid::text as row_xid from relay_proto.events
-          where ((hashtextextended(message_key, 0) & 7)::int) = $1
-            and (xid, id) > ($2::xid8, $3::uuid) and xid < pg_snapshot_xmin(pg_current_snapshot())
-          order by xid, id limit $4`,
-        [lane, cursor[0].xid, cursor[0].id, batch],
-      );
-      if (rows.length === 0) {
-        await db.query('rollback');
-        return 0;
-      }
-      await db.query('select message_key from relay_proto.held where message_key = any($1)', [
-        [...new Set(rows.map((r) => r.message_key))],
-      ]);
-      const placed = await send(producer, rows, partitions);
-      const last = rows[rows.length - 1];
-      const moved = await db.query(
-        `update relay_proto.lanes set xid = $2::xid8, id = $3, acked_at = now()
-          where lane = $1 and (xid, id) = ($4::xid8, $5::uuid)`,
-        [lane, last.row_xid, last.id, cursor[0].xid, cursor[0].id],
-      );
-      if (moved.rowCount !== 1) throw new Error(`lane ${lane}'s cursor moved under its lock`);
-      await db.query(
-        `insert into relay_proto.deliveries (lane, last_xid, last_id, partition, base_offset, ids)
-         select $1, $2::xid8, $3, p.partition, p.base_offset, array(select jsonb_array_elements_text(p.ids)::uuid)
-           from jsonb_to_recordset($4::jsonb) as p(partition int, base_offset bigint, ids jsonb)`,
-        [
-          lane,
-          last.row_xid,
-          last.id,
-          JSON.stringify(placed.map((p) => ({ partition: p.partition, base_offset: p.baseOffset, ids: p.ids }))),
-        ],
-      );
-      await db.query('commit');
-      return rows.length;
-    } catch (err) {
-      await db.query('rollback');
-      throw err;
-    }
+    const { rows: locked } = await db.query<{ ok: boolean }>('select pg_try_advisory_xact_lock($1, $2) as ok', [
+      LANE_LOCK_CLASS,
+      lane,
+    ]);
+    if (!locked[0].ok) return 0;
+    await db.query(PIN_PLAN);
+    const { rows: cursor } = await db.query<{ xid: string; id: string }>(
+      'select xid::text as xid, id from relay_proto.lanes where lane = $1',
+      [lane],
+    );
+    // Not `xid::text as xid`: ORDER BY would take the output column, sort the lane's rows as text, and read
+    // them all for each batch.
+    const { rows } = await db.query<OutboxMessage & { row_xid: string }>(
+      `select ${SELECTED_EVENT_COLUMNS}, xid::text as row_xid from relay_proto.events
+        where ((hashtextextended(message_key, 0) & 7)::int) = $1
+          and (xid, id) > ($2::xid8, $3::uuid) and xid < pg_snapshot_xmin(pg_current_snapshot())
+        order by xid, id limit $4`,
+      [lane, cursor[0].xid, cursor[0].id, batch],
+    );
+    if (rows.length === 0) return 0;
+    await db.query('select message_key from relay_proto.held where message_key = any($1)', [
+      [...new Set(rows.map((r) => r.message_key))],
+    ]);
+    const placed = await send(producer, rows, partitions);
+    const last = rows[rows.length - 1];
+    const moved = await db.query(
+      `update relay_proto.lanes set xid = $2::xid8, id = $3, acked_at = now()
+        where lane = $1 and (xid, id) = ($4::xid8, $5::uuid)`,
+      [lane, last.row_xid, last.id, cursor[0].xid, cursor[0].id],
+    );
+    if (moved.rowCount !== 1) throw new Error(`lane ${lane}'s cursor moved under its lock`);
+    await insertDeliveries(db, placed, { lane, lastXid: last.row_xid, lastId: last.id });
+    return rows.length;
   };
 
 /** Path C's claim: today's rule (oldest first, skip locked, no key with an earlier row outside the batch). */
@@ -198,30 +190,15 @@ const QUEUE_CLAIM_SQL = `
 const queuePass =
   (batch: number, partitions: number): Pass =>
   async (db, producer) => {
-    await db.query('begin');
-    try {
-      await db.query('set local enable_seqscan = off; set local enable_bitmapscan = off; set local enable_sort = off');
-      const { rows } = await db.query<OutboxMessage>(QUEUE_CLAIM_SQL, [batch]);
-      if (rows.length === 0) {
-        await db.query('rollback');
-        return 0;
-      }
-      const placed = await send(producer, rows, partitions);
-      await db.query('delete from relay_proto.pending p using unnest($1::uuid[]) as u(id) where p.id = u.id', [
-        rows.map((r) => r.id),
-      ]);
-      await db.query(
-        `insert into relay_proto.deliveries (partition, base_offset, ids)
-         select p.partition, p.base_offset, array(select jsonb_array_elements_text(p.ids)::uuid)
-           from jsonb_to_recordset($1::jsonb) as p(partition int, base_offset bigint, ids jsonb)`,
-        [JSON.stringify(placed.map((p) => ({ partition: p.partition, base_offset: p.baseOffset, ids: p.ids })))],
-      );
-      await db.query('commit');
-      return rows.length;
-    } catch (err) {
-      await db.query('rollback');
-      throw err;
-    }
+    await db.query(PIN_PLAN);
+    const { rows } = await db.query<OutboxMessage>(QUEUE_CLAIM_SQL, [batch]);
+    if (rows.length === 0) return 0;
+    const placed = await send(producer, rows, partitions);
+    await db.query('delete from relay_proto.pending p using unnest($1::uuid[]) as u(id) where p.id = u.id', [
+      rows.map((r) => r.id),
+    ]);
+    await insertDeliveries(db, placed, null);
+    return rows.length;
   };
 
 /** Rows a path has not published yet, read when it ends (every path must reach 0). */
@@ -281,7 +258,6 @@ export async function leanPath(
       return p;
     }),
   );
-  const clients = await Promise.all(producers.map(() => pool.connect()));
   const pass = { 'lean-today': todayPass, 'lean-lanes': lanesPass, 'lean-queue': queuePass }[path](
     options.batch,
     options.partitions,
@@ -292,12 +268,13 @@ export async function leanPath(
     const cpu0 = cpuSnapshot();
     const t0 = performance.now();
     await Promise.all(
-      clients.map(async (db, loop) => {
+      producers.map(async (producer, loop) => {
         // Loops start on different lanes; a lane empty or held by the other loop costs one short pass.
         let turn = loop * Math.floor(LANES / options.loops);
         let idle = 0;
         while (published < options.rows) {
-          const n = await pass(db, producers[loop], turn++);
+          const t = turn++;
+          const n = await withTransaction(pool, (db) => pass(db, producer, t));
           published += n;
           if (n > 0) batches++;
           idle = n > 0 ? 0 : idle + 1;
@@ -317,7 +294,6 @@ export async function leanPath(
       cpu: cpuDelta(cpu0, after, seconds),
     });
   } finally {
-    for (const c of clients) c.release();
     await pool.end();
     await Promise.all(producers.map((p) => p.disconnect()));
     await admin.query('drop schema if exists relay_proto cascade');
