@@ -5,7 +5,7 @@
  */
 import { loadConfig, requireDatabaseUrl } from './config';
 import { redactUrl } from './observability/redact';
-import { outboxBacklog } from './db/outbox';
+import { relayBacklog } from './db/outbox-backlog';
 import { createPool } from './db/pool';
 import { relaySchemaProblems } from './db/schema-check';
 import { createKafka } from './relay/kafka';
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const backlogGauges = gaugeRefresh({
     intervalMs: config.relay.backlogRefreshIntervalMs,
     refresh: async () => {
-      const backlog = await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, outboxBacklog);
+      const backlog = await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, relayBacklog);
       metrics.backlog.set(backlog.count);
       metrics.parked.set(backlog.parked);
       metrics.waitingBehindParked.set(backlog.waitingBehindParked);
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
         `The outbox is not what this relay needs (run npm run migrate):\n${schemaProblems.map((p) => `  - ${p}`).join('\n')}`,
       );
     }
-    const backlog = await outboxBacklog(pool);
+    const backlog = await relayBacklog(pool);
     await relay.start();
     logger.info(
       {

@@ -4,6 +4,7 @@
  */
 import type { ExplainedDocumentInput, ExplainedMarker } from '../domain/explain';
 import type { Queryable } from './pool';
+import { laneSql } from './outbox-events';
 
 /** The owner of a document, or undefined when there is no such document. */
 export async function selectDocumentOwner(db: Queryable, documentId: string): Promise<string | undefined> {
@@ -77,7 +78,9 @@ export interface OwnerEvent {
 /**
  * The outbox rows keyed by `ownerUserIds`, oldest first: those not yet deleted past OUTBOX_RETENTION. The
  * published ones read through `ix_outbox_messages_key` (migration 017), the others through
- * `ix_outbox_messages_unpublished_key` (006): an owner's rows, never the table.
+ * `ix_outbox_messages_unpublished_key` (006): an owner's rows, never the table. Events of the insert-only
+ * outbox (025) through `ix_outbox_events_key`, each with the first delivery that holds it (partition, offset,
+ * when) and its key's hold when it is the held event (parked, last error, tries).
  */
 export async function selectOwnerEvents(db: Queryable, ownerUserIds: readonly string[]): Promise<OwnerEvent[]> {
   const { rows } = await db.query<OwnerEvent>(
@@ -101,7 +104,20 @@ export async function selectOwnerEvents(db: Queryable, ownerUserIds: readonly st
              select id, message_key, correlation_id, created_at, published_at, attempts, retries, parked_at,
                     last_error, published_partition, published_offset, payload
                from profile.outbox_messages
-              where message_key = any($1::varchar[]) and published_at is null) owner_rows
+              where message_key = any($1::varchar[]) and published_at is null
+             union all
+             select e.id, e.message_key, e.correlation_id, e.created_at, d.published_at,
+                    greatest(case when d.published_at is not null then 1 else 0 end, coalesce(h.attempts, 0)),
+                    coalesce(h.retries, 0), h.parked_at, h.last_error, d.partition, d.kafka_offset, e.payload
+               from profile.outbox_events e
+               left join profile.outbox_held h on h.id = e.id
+               left join lateral (
+                 select dd.published_at, dd.partition, dd.base_offset + array_position(dd.ids, e.id) - 1 as kafka_offset
+                   from profile.outbox_deliveries dd
+                  where dd.lane = ${laneSql('e.message_key')}
+                    and (dd.last_xid, dd.last_id) >= (e.xid, e.id) and e.id = any(dd.ids)
+                  order by dd.last_xid, dd.last_id limit 1) d on true
+              where e.message_key = any($1::varchar[])) owner_rows
       order by created_at, id`,
     [ownerUserIds],
   );

@@ -22,6 +22,7 @@ const TYPE_NAMES = {
   timestamptz: ['timestamp with time zone'],
   jsonb: ['jsonb'],
   uuidArray: ['ARRAY'],
+  xid8: ['xid8'],
 } as const satisfies Record<string, readonly string[]>;
 
 type ColumnType = keyof typeof TYPE_NAMES;
@@ -156,8 +157,39 @@ const WORKER_TABLES: readonly ExpectedTable[] = [
   },
 ];
 
-/** What the relay's SQL relies on: every column of the outbox, migration 009's parking columns included. */
-const RELAY_TABLES: readonly ExpectedTable[] = [{ table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS }];
+/**
+ * What the relay's SQL relies on: every column of the outbox, migration 009's parking columns included, and the
+ * insert-only outbox's tables (migration 025) it publishes from.
+ */
+const RELAY_TABLES: readonly ExpectedTable[] = [
+  { table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS },
+  {
+    table: 'outbox_events',
+    access: 'read',
+    columns: {
+      ...Object.fromEntries(OUTBOX_INSERTED.map((c) => [c, OUTBOX_COLUMNS[c]])),
+      xid: 'xid8',
+    },
+  },
+  { table: 'outbox_lanes', access: 'read', columns: { lane: 'integer', xid: 'xid8', id: 'uuid' } },
+  {
+    table: 'outbox_held',
+    access: 'read',
+    columns: {
+      message_key: 'text',
+      lane: 'integer',
+      reason: 'text',
+      xid: 'xid8',
+      id: 'uuid',
+      parked_at: 'timestamptz',
+    },
+  },
+  {
+    table: 'outbox_deliveries',
+    access: 'read',
+    columns: { lane: 'integer', last_xid: 'xid8', last_id: 'uuid', partition: 'integer', base_offset: 'bigint' },
+  },
+];
 
 /**
  * Problems with `tables` as the connected role sees them: a column it cannot read or that is missing,

@@ -20,12 +20,14 @@ import {
   pinClaimPlan,
   type OutboxMessage,
 } from '../db/outbox';
+import { deleteOldDeliveries, deletePublishedEvents, LANES, type LaneEvent } from '../db/outbox-events';
 import { withTransaction } from '../db/pool';
 import { createKafka, explainKafkaError, needsOperator, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { Deadline, deliver, type Delivery } from './deliver';
 import { DEFAULT_LISTEN_TIMINGS, OutboxListener, type ListenTimings } from './listener';
+import { countByTopic, publishEventLanes } from './event-lanes';
 import { groupByLeader, groupByPartition, setRefusedApart, TopicPartitions } from './partitions';
 import { RelayProducer } from './producer';
 import { checkRelaySession } from './session';
@@ -66,6 +68,8 @@ const ids = (rows: readonly OutboxMessage[]) => rows.map((r) => r.id);
  */
 interface Lane {
   producer: RelayProducer | undefined;
+  /** The outbox lane (migration 025) this loop tries first on its next pass. */
+  nextOutboxLane: number;
 }
 
 /** A lane's failures in a row, for its backoff and its "publishing again" line. */
@@ -90,7 +94,12 @@ export class OutboxRelay {
     this.log = deps.logger.child({ component: 'relay' });
     this.listener = new OutboxListener(deps.listenUrl, this.log, { ...DEFAULT_LISTEN_TIMINGS, ...deps.listenTimings });
     this.partitions = new TopicPartitions(deps.kafka, deps.config);
-    this.lanes = Array.from({ length: deps.config.relay.concurrency }, () => ({ producer: undefined }));
+    const loops = deps.config.relay.concurrency;
+    // Loops start on different outbox lanes, so that they do not meet on the first one each pass.
+    this.lanes = Array.from({ length: loops }, (_, i) => ({
+      producer: undefined,
+      nextOutboxLane: Math.floor((i * LANES) / loops) % LANES,
+    }));
   }
 
   /**
@@ -129,10 +138,11 @@ export class OutboxRelay {
    */
   private async turn(lane: Lane, state: LaneState): Promise<void> {
     try {
-      const outcome = await this.publishBatch(lane).catch(
-        // The database failed (the claim, or recording the outcome); the rows stay as they were.
-        (err: unknown): BatchOutcome => ({ failed: errorOf(err), rows: 0 }),
-      );
+      // The database failed (the claim, or recording the outcome); the rows stay as they were.
+      const failed = (err: unknown): BatchOutcome => ({ failed: errorOf(err), rows: 0 });
+      const legacy = await this.publishBatch(lane).catch(failed);
+      // A failed pass backs off at once: the other outbox's pass would meet the same database or broker.
+      const outcome = 'failed' in legacy ? legacy : bothOutcomes(legacy, await this.publishEvents(lane).catch(failed));
       // A batch of nothing but refused rows backs off too, or a lone refused row would be retried in a loop.
       if ('failed' in outcome || (outcome.published === 0 && outcome.rejected > 0)) {
         await this.backOff(state, outcome, 'publish failed, backing off');
@@ -250,6 +260,41 @@ export class OutboxRelay {
   }
 
   /**
+   * A turn over the insert-only outbox's lanes (`event-lanes.ts`) from the loop's next lane; the next turn starts
+   * one lane further, so that loops meet on different lanes.
+   */
+  private async publishEvents(lane: Lane): Promise<BatchOutcome> {
+    const { relay } = this.deps.config;
+    const first = lane.nextOutboxLane;
+    lane.nextOutboxLane = (first + 1) % LANES;
+    return publishEventLanes(
+      {
+        pass: {
+          pool: this.deps.pool,
+          batchSize: relay.batchSize,
+          maxRejections: relay.maxAttempts,
+          maxBackoffSeconds: relay.maxBackoffMs / 1000,
+          send: (events: LaneEvent[]) => this.send(lane, events),
+          onSent: this.deps.onSent,
+        },
+        log: this.log,
+        metrics: this.deps.metrics,
+        reportPublished: (events, fields) => this.reportPublished(events, fields),
+        stopping: () => this.stopping,
+      },
+      first,
+    );
+  }
+
+  /** Counts and logs rows whose publication committed. */
+  private reportPublished(rows: readonly OutboxMessage[], fields: Record<string, number>): void {
+    if (rows.length === 0) return;
+    for (const [topic, n] of countByTopic(rows)) this.deps.metrics?.published.inc({ topic }, n);
+    this.publishedTotal += rows.length;
+    this.log.info({ published: rows.length, total: this.publishedTotal, ...fields }, 'published');
+  }
+
+  /**
    * Sends a batch under RELAY_SEND_TIMEOUT. When the deadline passes the producer is abandoned on the spot
    * (nothing more of it reaches Kafka), and any batch with rows left without a verdict winds its producer
    * down before returning, so before the rows are released: a send given up on cannot land later,
@@ -301,24 +346,45 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Deletes what was published before OUTBOX_RETENTION, 5,000 rows a statement until one deletes none: rows of
+   * the old outbox, then events of the insert-only one, then the deliveries that said where those went.
+   */
   private async cleanupIfDue(): Promise<void> {
     const { retentionMs, cleanupIntervalMs } = this.deps.config.relay;
     if (Date.now() - this.lastCleanup < cleanupIntervalMs) return;
     this.lastCleanup = Date.now();
-    let deleted = 0;
-    for (let n = -1; n !== 0 && !this.stopping;) {
-      n = await deletePublished(this.deps.pool, retentionMs / 1000, 5_000);
-      deleted += n;
+    const seconds = retentionMs / 1000;
+    const deleted = { rows: 0, events: 0, deliveries: 0 };
+    const drain = async (what: keyof typeof deleted, statement: () => Promise<number>) => {
+      for (let n = -1; n !== 0 && !this.stopping;) {
+        n = await statement();
+        deleted[what] += n;
+      }
+    };
+    await drain('rows', () => deletePublished(this.deps.pool, seconds, 5_000));
+    await drain('events', () => deletePublishedEvents(this.deps.pool, seconds, 5_000));
+    await drain('deliveries', () => deleteOldDeliveries(this.deps.pool, seconds, 5_000));
+    if (deleted.rows > 0)
+      this.log.info({ deleted: deleted.rows, retentionMs }, 'deleted published outbox rows past retention');
+    if (deleted.events + deleted.deliveries > 0) {
+      this.log.info({ ...deleted, retentionMs }, 'deleted published outbox events past retention');
     }
-    if (deleted > 0) this.log.info({ deleted, retentionMs }, 'deleted published outbox rows past retention');
   }
 }
 
-/** Rows per topic: a counter's labels are looked up once a batch, not once a row. */
-function countByTopic(rows: readonly OutboxMessage[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const row of rows) counts.set(row.topic, (counts.get(row.topic) ?? 0) + 1);
-  return counts;
+/**
+ * A loop's turn did a pass over each outbox: a failure of either is the turn's; otherwise the counts add up, and
+ * the loop waits for rows only when neither pass filled its batch.
+ */
+function bothOutcomes(legacy: BatchOutcome, events: BatchOutcome): BatchOutcome {
+  if ('failed' in legacy) return legacy;
+  if ('failed' in events) return events;
+  return {
+    claimed: Math.max(legacy.claimed, events.claimed),
+    published: legacy.published + events.published,
+    rejected: legacy.rejected + events.rejected,
+  };
 }
 
 /** Exponential backoff with full jitter, from 250 ms up to `maxMs`. */

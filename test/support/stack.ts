@@ -66,7 +66,9 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
 export async function resetData(db: TestDatabase): Promise<void> {
   await db.admin.query(
     'truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages, ' +
-      'profile.document_expiry_reminder_prune_cutoff',
+      'profile.document_expiry_reminder_prune_cutoff, profile.outbox_events, profile.outbox_deliveries, ' +
+      `profile.outbox_held; update profile.outbox_lanes set xid = '0', ` +
+      `id = '00000000-0000-0000-0000-000000000000', moved_at = null`,
   );
 }
 

@@ -5,6 +5,8 @@
  *   relay       by a running `npm run relay` process (compiled, as deployed), woken by the rows' commit,
  *               timed from the commit to the last row marked published;
  *   relay-cold  by a relay process started with the rows already there, timed from its start;
+ *   relay-lanes by a relay process as `relay`, the rows written to the insert-only outbox (migration 025,
+ *               issue 48) instead: one cursor update and a delivery row a batch, no row version per message;
  *   lean-*      issue 48's publish paths in a lean loop of this process (./prototypes.ts), not by default.
  * Each path gets fresh rows in an empty outbox; `--rows` sets N (default 30,000).
  */
@@ -30,7 +32,7 @@ const PARTITIONS = 3;
 
 export const relayWorkload: Workload = {
   name: 'relay',
-  paths: ['kafkajs', 'relay', 'relay-cold', ...LEAN_PATHS],
+  paths: ['kafkajs', 'relay', 'relay-cold', 'relay-lanes', ...LEAN_PATHS],
   defaultPaths: ['kafkajs', 'relay', 'relay-cold'],
   needs: () => ({ worker: false, kafka: true }),
   run: runRelayWorkload,
@@ -63,6 +65,7 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
   if (paths.has('kafkajs')) record(await bareProducer(bench, kafka, rows));
   if (paths.has('relay')) record(await relayPath(bench, rows, 'warm'));
   if (paths.has('relay-cold')) record(await relayPath(bench, rows, 'cold'));
+  if (paths.has('relay-lanes')) record(await relayPath(bench, rows, 'lanes'));
   for (const lean of LEAN_PATHS) {
     if (!paths.has(lean)) continue;
     const loops = config.relay.concurrency;
@@ -78,6 +81,7 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
   const comparisons: Record<string, number | undefined> = {
     relayVsBare: ratio('relay, woken'),
     relayColdVsBare: ratio('relay, cold'),
+    relayLanesVsBare: ratio('relay, insert-only'),
     ...Object.fromEntries(LEAN_PATHS.map((p) => [`${p}VsBare`, ratio(LEAN_LABELS[p])])),
   };
   return {
@@ -87,6 +91,7 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
     comparisons,
     headline:
       `relay / bare kafkajs: woken ${comparisons.relayVsBare ?? '-'}, cold ${comparisons.relayColdVsBare ?? '-'}` +
+      `, insert-only ${comparisons.relayLanesVsBare ?? '-'}` +
       LEAN_PATHS.filter((p) => paths.has(p))
         .map((p) => `, ${p} ${comparisons[`${p}VsBare`] ?? '-'}`)
         .join(''),
@@ -124,8 +129,11 @@ async function runRelayWorkload(bench: Bench): Promise<WorkloadResult> {
 
 /** Empties the outbox and vacuums it, so each path starts from the same table. */
 async function reset(admin: pg.Pool): Promise<void> {
-  await admin.query('truncate profile.outbox_messages');
-  await admin.query('vacuum analyze profile.outbox_messages');
+  await admin.query(
+    `truncate profile.outbox_messages, profile.outbox_events, profile.outbox_deliveries, profile.outbox_held;
+     update profile.outbox_lanes set xid = '0', id = '00000000-0000-0000-0000-000000000000', moved_at = null`,
+  );
+  await admin.query('vacuum analyze profile.outbox_messages, profile.outbox_events, profile.outbox_lanes');
 }
 
 /** The bare producer: the same messages the relay would send (read first, not timed), sent in order. */
@@ -154,9 +162,10 @@ async function bareProducer(bench: Bench, kafka: Kafka, rows: number): Promise<M
 
 /**
  * A relay process: `warm` starts it on an empty outbox and times from the rows' commit; `cold` seeds first
- * and times from the process start. Ends when no row is left unpublished.
+ * and times from the process start; `lanes` is `warm` on the insert-only outbox. Ends when no row is left
+ * unpublished.
  */
-async function relayPath(bench: Bench, rows: number, mode: 'warm' | 'cold'): Promise<Measurement> {
+async function relayPath(bench: Bench, rows: number, mode: 'warm' | 'cold' | 'lanes'): Promise<Measurement> {
   const { admin, database, env, options } = bench;
   await reset(admin);
   const correlationId = `bench-relay-${crypto.randomBytes(3).toString('hex')}`;
@@ -167,15 +176,21 @@ async function relayPath(bench: Bench, rows: number, mode: 'warm' | 'cold'): Pro
     const pid = relay.child.pid!;
     const rss = sampleRss(pid);
     // Woken: the clock starts at the commit (the insert's own seconds are not the relay's), as does the CPU.
-    if (mode === 'warm') await seedOutbox(admin, rows, correlationId);
+    if (mode !== 'cold') {
+      await seedOutbox(admin, rows, correlationId, mode === 'lanes' ? 'outbox_events' : 'outbox_messages');
+    }
     const cpu0 = cpuSnapshot(pid);
-    const t0 = mode === 'warm' ? performance.now() : t0cold;
+    const t0 = mode === 'cold' ? t0cold : performance.now();
     await relay.waitForPublished(rows, 30 * 60_000);
     const seconds = (performance.now() - t0) / 1000;
     const left = await unpublishedCount(admin);
     if (left > 0) throw new Error(`the relay logged ${relay.published()} rows published, but ${left} are not`);
     const cpu = cpuDelta(cpu0, cpuSnapshot(pid), seconds);
-    const label = mode === 'warm' ? 'relay, woken by the commit' : 'relay, cold start';
+    const label = {
+      warm: 'relay, woken by the commit',
+      cold: 'relay, cold start',
+      lanes: 'relay, insert-only outbox, woken',
+    }[mode];
     return measurement(label, seconds, rows, rows, rows, 0, {
       rowsPerSecond: Math.round(rows / seconds),
       relayPeakRssMb: Math.round(rss.stop() / 1024),

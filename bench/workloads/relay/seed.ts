@@ -1,5 +1,6 @@
 /** Outbox rows shaped like the cycle's events: one per investor, one or two documents each, in one statement. */
 import type pg from 'pg';
+import { laneSql } from '../../../src/db/outbox-events';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 
 /**
@@ -8,10 +9,15 @@ import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../sr
  * one commit and one NOTIFY.
  * @returns the seconds the insert took.
  */
-export async function seedOutbox(admin: pg.Pool, rows: number, correlationId: string): Promise<number> {
+export async function seedOutbox(
+  admin: pg.Pool,
+  rows: number,
+  correlationId: string,
+  table: 'outbox_messages' | 'outbox_events' = 'outbox_messages',
+): Promise<number> {
   const t0 = performance.now();
   await admin.query(
-    `insert into profile.outbox_messages
+    `insert into profile.${table}
             (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
              correlation_id, trace_context)
      with o as (select n, gen_random_uuid() as owner from generate_series(1, $1::int) as n)
@@ -34,10 +40,13 @@ export async function seedOutbox(admin: pg.Pool, rows: number, correlationId: st
   return (performance.now() - t0) / 1000;
 }
 
-/** Rows not published yet. */
+/** Rows not published yet, of the old outbox and of the insert-only one (events no lane's cursor passed). */
 export async function unpublishedCount(admin: pg.Pool): Promise<number> {
   const { rows } = await admin.query<{ n: number }>(
-    'select count(*)::int as n from profile.outbox_messages where published_at is null',
+    `select (select count(*) from profile.outbox_messages where published_at is null)
+          + (select count(*) from profile.outbox_events e
+               join profile.outbox_lanes l on l.lane = ${laneSql('e.message_key')}
+              where (e.xid, e.id) > (l.xid, l.id))::int as n`,
   );
   return rows[0].n;
 }

@@ -1,0 +1,161 @@
+/**
+ * One pass over a lane of the insert-only outbox (migration 025; docs/DESIGN.md, "The relay's next outbox"),
+ * in one transaction: take the lane (or leave it to the relay loop that has it), send the events of its held
+ * keys that are due again, then read its events after its cursor below the horizon, send them, move the cursor
+ * over what has a verdict, hold the keys Kafka refused, and record where the events went. Nothing is written to
+ * an event; a crash before the commit leaves the cursor and the holds as they were, and the next pass sends the
+ * events again (at least once).
+ */
+import type pg from 'pg';
+import {
+  insertDeliveries,
+  laneCursor,
+  moveLane,
+  pinLanePlan,
+  readLane,
+  tryLockLane,
+  type LaneEvent,
+  type LanePosition,
+} from '../db/outbox-events';
+import { dueHolds, hasLegacyRows, heldEvents, holdKeys, recordHeldTry, releaseHold } from '../db/outbox-held';
+import { withTransaction } from '../db/pool';
+import type { Delivery } from './deliver';
+import { laneOutcome, type LaneOutcome } from './lane-outcome';
+
+/** Held keys a pass sends again at most, so that a pass stays a batch's work. */
+const HOLDS_A_PASS = 10;
+
+/** A held key's events refused again: the event, Kafka's reason, and whether the key is parked now. */
+interface HeldRefusal {
+  event: LaneEvent;
+  error: string;
+  parked: boolean;
+}
+
+/** What a lane pass did, once its transaction committed. */
+export interface LanePassResult {
+  lane: number;
+  /** Events read after the cursor. */
+  claimed: number;
+  /** Events published that the cursor passed or a held key's try published (a later one is sent again). */
+  published: LaneEvent[];
+  /** The batch's delivery (after the cursor). */
+  delivery: Delivery | undefined;
+  outcome: LaneOutcome | undefined;
+  /** Held keys' events refused again. */
+  heldRefused: HeldRefusal[];
+  /** A send without a verdict (the batch's or a held key's): the loop backs off. */
+  failed: { error: Error; events: readonly { topic: string }[] } | undefined;
+}
+
+/** What a lane pass needs from its relay loop. */
+export interface LanePassDeps {
+  pool: pg.Pool;
+  batchSize: number;
+  /** RELAY_MAX_ATTEMPTS: a key refused this often is parked. */
+  maxRejections: number;
+  /** RELAY_MAX_BACKOFF, in seconds: the longest a refused key waits for its next try. */
+  maxBackoffSeconds: number;
+  /** Sends a batch under the relay's deadline and says what became of each event. */
+  send(events: LaneEvent[]): Promise<Delivery>;
+  /** Called after Kafka acknowledged events and before the cursor moves over them (tests inject crashes here). */
+  onSent?: (ids: string[]) => Promise<void> | void;
+}
+
+/** A delivery's verdicts by event id, as the lane's rule reads them. */
+function verdictsOf(delivery: Delivery) {
+  return {
+    published: new Set(delivery.published.map((e) => e.id)),
+    placements: delivery.placements,
+    rejected: new Map(delivery.rejected.map(({ row, error }) => [row.id, error])),
+    failed: new Set(delivery.failed.map((e) => e.id)),
+  };
+}
+
+/**
+ * Publishes one batch of `lane`, after its held keys that are due.
+ * @returns undefined when another loop holds the lane, or it had nothing to send.
+ */
+export async function publishLane(deps: LanePassDeps, lane: number): Promise<LanePassResult | undefined> {
+  return withTransaction(deps.pool, async (tx) => {
+    if (!(await tryLockLane(tx, lane))) return undefined;
+    await pinLanePlan(tx);
+    const from = await laneCursor(tx, lane);
+    const result: LanePassResult = {
+      lane,
+      claimed: 0,
+      published: [],
+      delivery: undefined,
+      outcome: undefined,
+      heldRefused: [],
+      failed: undefined,
+    };
+    const triedHolds = await retryHolds(deps, tx, lane, from, result);
+    if (result.failed) return result;
+    const events = await readLane(tx, lane, from, deps.batchSize);
+    if (events.length === 0) return triedHolds > 0 ? result : undefined;
+    const delivery = await deps.send(events);
+    if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
+    const outcome = laneOutcome(events, verdictsOf(delivery));
+    if (outcome.to) {
+      await moveLane(tx, lane, from, outcome.to);
+      await holdKeys(tx, lane, outcome.holds, deps);
+      await insertDeliveries(tx, lane, outcome.to, outcome.runs);
+    }
+    const sent = new Set(delivery.published.map((e) => e.id));
+    result.published.push(...events.slice(0, outcome.covered).filter((e) => sent.has(e.id)));
+    result.claimed = events.length;
+    result.delivery = delivery;
+    result.outcome = outcome;
+    if (delivery.failed.length > 0) {
+      result.failed = { error: delivery.error ?? new Error('publish failed'), events: delivery.failed };
+    }
+    return result;
+  });
+}
+
+/**
+ * Sends the events of `lane`'s due held keys, up to the cursor, each key's in order, and releases a key once
+ * they are all published. A `legacy` key is due once the old outbox has no row of it left to publish. A refusal
+ * moves the hold to the refused event (parked at RELAY_MAX_ATTEMPTS); a send without a verdict ends the pass.
+ * @returns how many keys it sent.
+ */
+async function retryHolds(
+  deps: LanePassDeps,
+  tx: pg.PoolClient,
+  lane: number,
+  cursor: LanePosition,
+  result: LanePassResult,
+): Promise<number> {
+  let tried = 0;
+  for (const hold of await dueHolds(tx, lane, HOLDS_A_PASS)) {
+    if (hold.reason === 'legacy' && (await hasLegacyRows(tx, hold.message_key))) continue;
+    tried++;
+    const events = await heldEvents(tx, hold, cursor);
+    if (events.length === 0) {
+      await releaseHold(tx, hold.message_key);
+      continue;
+    }
+    const delivery = await deps.send(events);
+    if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
+    const outcome = laneOutcome(events, verdictsOf(delivery));
+    const sent = new Set(delivery.published.map((e) => e.id));
+    result.published.push(...events.slice(0, outcome.covered).filter((e) => sent.has(e.id)));
+    if (outcome.to) await insertDeliveries(tx, lane, outcome.to, outcome.runs);
+    const refusal = outcome.holds[0];
+    if (outcome.covered === events.length && !refusal) {
+      await releaseHold(tx, hold.message_key);
+      continue;
+    }
+    const stop = refusal?.from ?? { xid: events[outcome.covered].event_xid, id: events[outcome.covered].id };
+    const error = refusal?.error ?? delivery.error?.message ?? 'no verdict';
+    const { parked } = await recordHeldTry(tx, hold.message_key, stop, { refused: refusal !== undefined, error }, deps);
+    if (refusal) {
+      result.heldRefused.push({ event: events.find((e) => e.id === stop.id)!, error, parked });
+      continue;
+    }
+    result.failed = { error: delivery.error ?? new Error(error), events: delivery.failed };
+    break;
+  }
+  return tried;
+}
