@@ -4,7 +4,7 @@
  */
 import type { ExplainedDocumentInput, ExplainedMarker } from '../domain/explain';
 import type { Queryable } from './pool';
-import { laneSql } from './outbox-events';
+import { laneSql } from './lane-sql';
 
 /** The owner of a document, or undefined when there is no such document. */
 export async function selectDocumentOwner(db: Queryable, documentId: string): Promise<string | undefined> {

@@ -2,7 +2,7 @@
  * The relay's gauges over both outboxes: the old one (`outbox_messages`) and the insert-only one (migration 025),
  * whose unpublished events are those after their lane's cursor and those of held keys from their hold on.
  */
-import { LANE_SQL } from './outbox-events';
+import { LANE_SQL } from './lane-sql';
 import { outboxBacklog, type OutboxBacklog } from './outbox';
 import type { Queryable } from './pool';
 

@@ -5,16 +5,8 @@
  * commit or roll back together.
  */
 import { pinClaimPlan, type OutboxMessage } from './outbox';
+import { LANE_SQL } from './lane-sql';
 import type { Queryable } from './pool';
-
-/** How many lanes the events are split into: fixed by `ix_outbox_events_lane`'s expression (`& 7`). */
-export const LANES = 8;
-
-/** The lane of the key in column `key`, written as the index's expression is, so that the planner uses the index. */
-export const laneSql = (key: string): string => `((hashtextextended(${key}, 0) & 7)::int)`;
-
-/** An event's lane (of its `message_key`). */
-export const LANE_SQL = laneSql('message_key');
 
 /** The advisory lock class of a lane's try-lock; the lane is the second key. */
 const LANE_LOCK_CLASS = 48_022;

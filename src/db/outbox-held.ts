@@ -139,11 +139,36 @@ export async function recordHeldTry(
   return { parked: rows[0]?.parked ?? false };
 }
 
-/** True while the old outbox (`profile.outbox_messages`) has a row of the key not published yet. */
-export async function hasLegacyRows(db: Queryable, messageKey: string): Promise<boolean> {
+/**
+ * True while the old outbox (`profile.outbox_messages`) has a row of the held key not published yet that was
+ * written before the held event: a `legacy` hold lasts until the old rows before it are published.
+ */
+export async function hasLegacyRows(db: Queryable, hold: Pick<DueHold, 'message_key' | 'id'>): Promise<boolean> {
   const { rows } = await db.query<{ found: boolean }>(
-    `select exists (select 1 from profile.outbox_messages where message_key = $1 and published_at is null) as found`,
-    [messageKey],
+    `select exists (select 1 from profile.outbox_messages m, profile.outbox_events e
+                     where e.id = $2 and m.message_key = $1 and m.published_at is null
+                       and m.created_at < e.created_at) as found`,
+    [hold.message_key, hold.id],
   );
   return rows[0].found;
+}
+
+/**
+ * The keys among `events` that still have a row of the old outbox (`profile.outbox_messages`) not published yet,
+ * written before the key's event here: during the deploy that moves the worker to the insert-only outbox, an
+ * owner's old rows go first. One statement a batch; once the old outbox has nothing left to publish, a single
+ * probe of its index of unpublished rows, and no key is looked up.
+ */
+export async function legacyKeys(db: Queryable, events: readonly Pick<LaneEvent, 'id'>[]): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const { rows } = await db.query<{ message_key: string }>(
+    `select distinct e.message_key
+       from unnest($1::uuid[]) as u(id)
+       join profile.outbox_events e on e.id = u.id
+      where exists (select 1 from profile.outbox_messages where published_at is null)
+        and exists (select 1 from profile.outbox_messages m
+                     where m.message_key = e.message_key and m.published_at is null and m.created_at < e.created_at)`,
+    [events.map((e) => e.id)],
+  );
+  return new Set(rows.map((r) => r.message_key));
 }

@@ -5,7 +5,7 @@
  * (`outbox_held`, migration 025); the commands take both, by the event's id.
  */
 import { OUTBOX_CHANNEL } from './outbox';
-import { laneSql } from './outbox-events';
+import { laneSql } from './lane-sql';
 import type { Queryable } from './pool';
 
 /** A parked row as `outbox parked` shows it: who and what failed, without the payload. */

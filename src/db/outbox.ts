@@ -1,4 +1,5 @@
 /** The relay's statements on `profile.outbox_messages` (docs/DESIGN.md#tables); it connects as `outbox_relay`. */
+import { laneSql } from './lane-sql';
 import type { Queryable } from './pool';
 
 /** The channel the outbox trigger notifies on commit. */
@@ -61,6 +62,15 @@ const CLAIM_SQL = `
              and (e.created_at, e.id) < (b.created_at, b.id)
              and e.id not in (select id from batch)
            limit 1) is null
+   -- The deploy to the insert-only outbox (migration 025): an owner's event written there before this row, and
+   -- not published yet (after its lane's cursor, or held), goes first.
+   and (select 1 from profile.outbox_events ev
+          join profile.outbox_lanes l on l.lane = ${laneSql('ev.message_key')}
+         where ev.message_key = b.message_key and ev.created_at < b.created_at
+           and ((ev.xid, ev.id) > (l.xid, l.id)
+                or exists (select 1 from profile.outbox_held h
+                            where h.message_key = ev.message_key and (ev.xid, ev.id) >= (h.xid, h.id)))
+         limit 1) is null
    order by created_at, id`;
 
 /**
@@ -71,7 +81,9 @@ const CLAIM_SQL = `
  * A row is left out when an earlier unpublished row of the same key is not in this batch (another relay
  * holds it, or it lies past the limit): so two relays never have rows of one key in flight at once, and
  * per-key order holds across any number of relays. The check reads the statement's snapshot, which
- * still shows as unpublished any row another relay publishes while this statement runs.
+ * still shows as unpublished any row another relay publishes while this statement runs. A row also waits for
+ * an earlier event of its key in the insert-only outbox (migration 025) that is not published yet: during the
+ * deploy that moves the worker there, relays of this version keep an owner's events in commit order across both.
  */
 export async function claimUnpublished(db: Queryable, limit: number): Promise<OutboxMessage[]> {
   const { rows } = await db.query<OutboxMessage>(CLAIM_SQL, [limit]);

@@ -4,7 +4,7 @@
  * full says nothing of the others, so the loop waits for rows only when no lane filled one.
  */
 import type { OutboxMessage } from '../db/outbox';
-import { LANES } from '../db/outbox-events';
+import { LANES } from '../db/lane-sql';
 import type { Logger } from '../observability/logger';
 import type { RelayMetrics } from '../observability/metrics';
 import { publishLane, type LanePassDeps } from './lane-pass';

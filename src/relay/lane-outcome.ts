@@ -29,7 +29,7 @@ export interface LaneVerdicts {
 export interface LaneOutcome {
   /** The cursor's new place, or undefined when it stays (the first event had no verdict). */
   to: LanePosition | undefined;
-  /** Keys refused in the covered prefix, each from its first refused event. */
+  /** Keys refused in the covered prefix, each from its first refused event, and the pass's own holds it reached. */
   holds: NewHold[];
   /** Where the covered prefix's published events went, in runs of consecutive offsets. */
   runs: DeliveryRun[];
@@ -39,9 +39,16 @@ export interface LaneOutcome {
   published: number;
 }
 
-/** The lane's outcome for `events` (in lane order) and their verdicts. */
-export function laneOutcome(events: readonly LaneEvent[], verdicts: LaneVerdicts): LaneOutcome {
-  const holds = new Map<string, NewHold>();
+/**
+ * The lane's outcome for `events` (in lane order) and their verdicts. `held`: keys the pass holds before it sends
+ * (each from its first event in the batch, which was not sent), as a refused event holds its key.
+ */
+export function laneOutcome(
+  events: readonly LaneEvent[],
+  verdicts: LaneVerdicts,
+  held: readonly NewHold[] = [],
+): LaneOutcome {
+  const holds = new Map<string, NewHold>(held.map((h) => [h.messageKey, h]));
   let covered = 0;
   let published = 0;
   for (const e of events) {
@@ -62,10 +69,12 @@ export function laneOutcome(events: readonly LaneEvent[], verdicts: LaneVerdicts
     covered++;
   }
   const prefix = events.slice(0, covered);
+  const passed = new Set(prefix.map((e) => e.id));
   const last = prefix[prefix.length - 1];
   return {
     to: last ? { xid: last.event_xid, id: last.id } : undefined,
-    holds: [...holds.values()],
+    // A hold the pass brought whose first event the cursor did not reach is not needed yet.
+    holds: [...holds.values()].filter((h) => passed.has(h.from.id)),
     runs: deliveryRuns(
       prefix.filter((e) => verdicts.published.has(e.id)),
       verdicts.placements,

@@ -17,7 +17,16 @@ import {
   type LaneEvent,
   type LanePosition,
 } from '../db/outbox-events';
-import { dueHolds, hasLegacyRows, heldEvents, holdKeys, recordHeldTry, releaseHold } from '../db/outbox-held';
+import {
+  dueHolds,
+  hasLegacyRows,
+  heldEvents,
+  holdKeys,
+  legacyKeys,
+  recordHeldTry,
+  releaseHold,
+  type NewHold,
+} from '../db/outbox-held';
 import { withTransaction } from '../db/pool';
 import type { Delivery } from './deliver';
 import { laneOutcome, type LaneOutcome } from './lane-outcome';
@@ -62,6 +71,23 @@ export interface LanePassDeps {
   onSent?: (ids: string[]) => Promise<void> | void;
 }
 
+/** A batch whose every event waits for the old outbox: nothing went to Kafka. */
+const NOTHING_SENT: Delivery = { published: [], placements: new Map(), rejected: [], failed: [] };
+
+/**
+ * `legacy` holds for the keys of `keys` (rows of the old outbox before their events here), each from its first
+ * event in the batch: the cursor passes the key's events, which are sent once the old rows are published.
+ */
+function legacyHolds(events: readonly LaneEvent[], keys: ReadonlySet<string>): NewHold[] {
+  const holds = new Map<string, NewHold>();
+  for (const e of events) {
+    if (keys.has(e.message_key) && !holds.has(e.message_key)) {
+      holds.set(e.message_key, { messageKey: e.message_key, from: { xid: e.event_xid, id: e.id }, reason: 'legacy' });
+    }
+  }
+  return [...holds.values()];
+}
+
 /** A delivery's verdicts by event id, as the lane's rule reads them. */
 function verdictsOf(delivery: Delivery) {
   return {
@@ -94,9 +120,12 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
     if (result.failed) return result;
     const events = await readLane(tx, lane, from, deps.batchSize);
     if (events.length === 0) return triedHolds > 0 ? result : undefined;
-    const delivery = await deps.send(events);
+    const legacy = legacyHolds(events, await legacyKeys(tx, events));
+    const sendable =
+      legacy.length === 0 ? events : events.filter((e) => !legacy.some((h) => h.messageKey === e.message_key));
+    const delivery = sendable.length > 0 ? await deps.send(sendable) : NOTHING_SENT;
     if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
-    const outcome = laneOutcome(events, verdictsOf(delivery));
+    const outcome = laneOutcome(events, verdictsOf(delivery), legacy);
     if (outcome.to) {
       await moveLane(tx, lane, from, outcome.to);
       await holdKeys(tx, lane, outcome.holds, deps);
@@ -129,7 +158,7 @@ async function retryHolds(
 ): Promise<number> {
   let tried = 0;
   for (const hold of await dueHolds(tx, lane, HOLDS_A_PASS)) {
-    if (hold.reason === 'legacy' && (await hasLegacyRows(tx, hold.message_key))) continue;
+    if (hold.reason === 'legacy' && (await hasLegacyRows(tx, hold))) continue;
     tried++;
     const events = await heldEvents(tx, hold, cursor);
     if (events.length === 0) {

@@ -20,7 +20,8 @@ import {
   pinClaimPlan,
   type OutboxMessage,
 } from '../db/outbox';
-import { deleteOldDeliveries, deletePublishedEvents, LANES, type LaneEvent } from '../db/outbox-events';
+import { LANES } from '../db/lane-sql';
+import { deleteOldDeliveries, deletePublishedEvents, type LaneEvent } from '../db/outbox-events';
 import { withTransaction } from '../db/pool';
 import { createKafka, explainKafkaError, needsOperator, toKafkaMessage } from './kafka';
 import type { Logger } from '../observability/logger';

@@ -11,7 +11,6 @@ import {
   DELETE_PUBLISHED_EVENTS_SQL,
   deleteOldDeliveries,
   deletePublishedEvents,
-  LANE_SQL,
   LANE_START,
   explainReadLane,
   insertDeliveries,
@@ -22,6 +21,7 @@ import {
   tryLockLane,
   type LanePosition,
 } from '../../src/db/outbox-events';
+import { LANE_SQL } from '../../src/db/lane-sql';
 import { holdKeys } from '../../src/db/outbox-held';
 import { withTransaction } from '../../src/db/pool';
 import { useIntegration } from '../support/harness';

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type pg from 'pg';
-import { laneSql } from '../../src/db/outbox-events';
+import { laneSql } from '../../src/db/lane-sql';
 import { CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
 import { useIntegration } from '../support/harness';

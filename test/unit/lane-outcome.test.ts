@@ -104,6 +104,17 @@ describe('a lane batch’s outcome', () => {
     expect(out.to).toEqual({ xid: a1.event_xid, id: a1.id });
   });
 
+  test('a key the pass holds itself (its old rows first): its events are passed unsent, its hold kept once reached', () => {
+    const legacy = { messageKey: 'a', from: { xid: a1.event_xid, id: a1.id }, reason: 'legacy' as const };
+    const out = laneOutcome([a1, b1, a2, c1], verdicts({ published: new Set([b1.id, c1.id]) }), [legacy]);
+    expect(out.to).toEqual({ xid: c1.event_xid, id: c1.id });
+    expect(out.holds).toEqual([legacy]);
+    expect(out.published).toBe(2);
+    // Mirror image: the cursor stops before the held key's first event, so the hold is not written yet.
+    const stopped = laneOutcome([b1, a1, a2], verdicts({ failed: new Set([b1.id]) }), [legacy]);
+    expect(stopped).toMatchObject({ to: undefined, holds: [], covered: 0 });
+  });
+
   test('an empty batch moves nothing', () => {
     expect(laneOutcome([], verdicts({}))).toEqual({ to: undefined, holds: [], runs: [], covered: 0, published: 0 });
   });

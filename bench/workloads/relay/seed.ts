@@ -1,6 +1,6 @@
 /** Outbox rows shaped like the cycle's events: one per investor, one or two documents each, in one statement. */
 import type pg from 'pg';
-import { laneSql } from '../../../src/db/outbox-events';
+import { laneSql } from '../../../src/db/lane-sql';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 
 /**
