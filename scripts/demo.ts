@@ -124,7 +124,7 @@ async function main(): Promise<void> {
       `select d.owner_user_id, d.type, d.expires_at, d.status, d.expires_at - $1::date as days_left,
               (select string_agg(r.threshold_days::text, ',' order by r.threshold_days desc)
                  from profile.document_expiry_reminders r where r.document_id = d.id) as markers,
-              (select (x->>'thresholdDays')::int from profile.outbox_messages o,
+              (select (x->>'thresholdDays')::int from profile.outbox_events o,
                       jsonb_array_elements(o.payload->'documents') x
                 where x->>'documentId' = d.id::text) as reminded_at_threshold
          from profile.person_documents d order by d.owner_user_id, d.expires_at nulls last`,
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
         .sort(byInvestor),
     );
     const { rows: events } = await admin.query(
-      `select id, aggregate_id, topic, correlation_id, payload from profile.outbox_messages order by created_at`,
+      `select id, aggregate_id, topic, correlation_id, payload from profile.outbox_events order by xid, id`,
     );
     say('Outbox rows (one per investor, waiting for the relay):');
     console.table(
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     const ids = new Set(events.map((e) => e.id as string));
     // The relay creates the topic with its first send; read it back once everything is published.
     for (let i = 0; i < 300; i++) {
-      const { rowCount } = await admin.query('select 1 from profile.outbox_messages where published_at is null');
+      const { rowCount } = await admin.query('select 1 from profile.outbox_events_pending');
       if (rowCount === 0) break;
       await sleep(100);
     }

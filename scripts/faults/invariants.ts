@@ -35,10 +35,13 @@ export async function markerCount(db: FaultDb): Promise<number> {
   return rows[0].n;
 }
 
-/** Outbox rows, or only those the relay has not published yet. */
+/**
+ * Events the cycles wrote into the outbox, or only those the relay has not published yet (after their lane's
+ * cursor, or of a held key: `profile.outbox_events_pending`).
+ */
 export async function outboxCount(db: FaultDb, unpublishedOnly = false): Promise<number> {
   const { rows } = await db.admin.query(
-    `select count(*)::int as n from profile.outbox_messages ${unpublishedOnly ? 'where published_at is null' : ''}`,
+    `select count(*)::int as n from profile.${unpublishedOnly ? 'outbox_events_pending' : 'outbox_events'}`,
   );
   return rows[0].n;
 }
@@ -50,7 +53,7 @@ export const firstEvents = (db: FaultDb): Promise<void> =>
 /** (document, threshold) entries over all outbox events: the reminders the outbox carries. */
 export async function eventDocumentCount(db: FaultDb): Promise<number> {
   const { rows } = await db.admin.query(
-    `select count(*)::int as n from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x`,
+    `select count(*)::int as n from profile.outbox_events o, jsonb_array_elements(o.payload->'documents') x`,
   );
   return rows[0].n;
 }
@@ -85,7 +88,7 @@ export async function invariants(
   if (due > 0) problems.push(`I1: ${due} documents still due`);
   const { rows: dup } = await db.admin.query(
     `select x->>'documentId' as doc, x->>'thresholdDays' as t, count(*)::int as n
-       from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x
+       from profile.outbox_events o, jsonb_array_elements(o.payload->'documents') x
       group by 1, 2 having count(*) <> 1`,
   );
   if (dup.length > 0) problems.push(`I2: ${dup.length} (document, threshold) pairs in more than one event`);
@@ -95,14 +98,14 @@ export async function invariants(
        join profile.person_documents d on d.id = r.document_id
       where r.threshold_days = (select min(t) from unnest($1::int[]) t where d.expires_at - $2::date <= t)
         and (r.reminded_at at time zone 'UTC')::date = $2::date
-        and not exists (select 1 from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x
+        and not exists (select 1 from profile.outbox_events o, jsonb_array_elements(o.payload->'documents') x
                          where x->>'documentId' = r.document_id::text and (x->>'thresholdDays')::int = r.threshold_days)`,
     [options.thresholds ?? THRESHOLDS, asOf],
   );
   if (missing[0].n > 0) problems.push(`I2: ${missing[0].n} current-threshold markers without an event`);
   const { rows: orphan } = await db.admin.query(
     `select count(*)::int as n
-       from profile.outbox_messages o, jsonb_array_elements(o.payload->'documents') x
+       from profile.outbox_events o, jsonb_array_elements(o.payload->'documents') x
       where (x->>'expiresAt')::date >= $1::date
         and not exists (select 1 from profile.document_expiry_reminders r
                          where r.document_id::text = x->>'documentId' and r.threshold_days = (x->>'thresholdDays')::int)`,
@@ -115,7 +118,7 @@ export async function invariants(
 
 /** I4: reads the topic from the beginning until every outbox row's message id was seen, or 2 minutes. */
 async function onTheTopic(db: FaultDb, kafka: Harness['topicReader']): Promise<string[]> {
-  const { rows } = await db.admin.query<{ id: string }>('select id from profile.outbox_messages');
+  const { rows } = await db.admin.query<{ id: string }>('select id from profile.outbox_events');
   const ids = new Set(rows.map((r) => r.id));
   const seen = new Set<string>();
   await consumeUntil(

@@ -237,7 +237,7 @@ export async function dropTestTriggers(admin: pg.Pool): Promise<void> {
     drop trigger if exists replay_fixture_slow on profile.document_expiry_reminders;
     drop function if exists profile.replay_fixture_slow();
     truncate profile.person_documents, profile.document_expiry_reminders, profile.outbox_messages,
-    profile.document_expiry_reminder_prune_cutoff;`);
+    profile.document_expiry_reminder_prune_cutoff, profile.outbox_events;`);
 }
 
 /** Waits until the run has scheduled `count` activities of one of `types`. */

@@ -70,13 +70,13 @@ export interface DueHold {
 }
 
 /**
- * Up to `limit` held keys of `lane` to try now, oldest hold first: refused keys whose backoff has passed and
- * that are not parked, and every `legacy` key (its release waits only for the old outbox).
+ * Up to `limit` held keys of `lane` to try now, oldest hold first: those not parked whose backoff (a refusal's,
+ * or a `legacy` key's wait for its old rows) has passed.
  */
 export async function dueHolds(db: Queryable, lane: number, limit: number): Promise<DueHold[]> {
   const { rows } = await db.query<DueHold>(
     `select message_key, reason, xid::text as xid, id from profile.outbox_held
-      where lane = $1 and parked_at is null and (reason = 'legacy' or retry_at <= now())
+      where lane = $1 and parked_at is null and retry_at <= now()
       order by held_at limit $2`,
     [lane, limit],
   );
@@ -139,18 +139,26 @@ export async function recordHeldTry(
   return { parked: rows[0]?.parked ?? false };
 }
 
+/** How long a `legacy` hold waits before its key's old rows are looked up again. */
+const LEGACY_RECHECK_SECONDS = 1;
+
 /**
  * True while the old outbox (`profile.outbox_messages`) has a row of the held key not published yet that was
- * written before the held event: a `legacy` hold lasts until the old rows before it are published.
+ * written before the held event: a `legacy` hold lasts until the old rows before it are published. While it
+ * does, the hold is not due again for {@link LEGACY_RECHECK_SECONDS}, so keys whose old rows are parked do not
+ * take every slot of their lane's pass from keys that are ready.
  */
-export async function hasLegacyRows(db: Queryable, hold: Pick<DueHold, 'message_key' | 'id'>): Promise<boolean> {
-  const { rows } = await db.query<{ found: boolean }>(
-    `select exists (select 1 from profile.outbox_messages m, profile.outbox_events e
+export async function waitsForLegacyRows(db: Queryable, hold: Pick<DueHold, 'message_key' | 'id'>): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update profile.outbox_held h
+        set retry_at = now() + make_interval(secs => $3)
+      where h.message_key = $1
+        and exists (select 1 from profile.outbox_messages m, profile.outbox_events e
                      where e.id = $2 and m.message_key = $1 and m.published_at is null
-                       and m.created_at < e.created_at) as found`,
-    [hold.message_key, hold.id],
+                       and m.created_at < e.created_at)`,
+    [hold.message_key, hold.id, LEGACY_RECHECK_SECONDS],
   );
-  return rows[0].found;
+  return (rowCount ?? 0) > 0;
 }
 
 /**

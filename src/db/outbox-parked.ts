@@ -5,7 +5,6 @@
  * (`outbox_held`, migration 025); the commands take both, by the event's id.
  */
 import { OUTBOX_CHANNEL } from './outbox';
-import { laneSql } from './lane-sql';
 import type { Queryable } from './pool';
 
 /** A parked row as `outbox parked` shows it: who and what failed, without the payload. */
@@ -85,12 +84,8 @@ async function unparkOneEvent(db: Queryable, id: string): Promise<RetryOutcome> 
              where h.message_key = t.message_key and t.parked_at is not null
             returning h.id)
      select exists (select 1 from target) as held, exists (select 1 from retried) as retried,
-            (select (e.xid, e.id) <= (l.xid, l.id)
-                    and not exists (select 1 from profile.outbox_held w
-                                     where w.message_key = e.message_key and (e.xid, e.id) >= (w.xid, w.id))
-               from profile.outbox_events e
-               join profile.outbox_lanes l on l.lane = ${laneSql('e.message_key')}
-              where e.id = $1) as passed`,
+            (select not exists (select 1 from profile.outbox_events_pending p where p.id = e.id)
+               from profile.outbox_events e where e.id = $1) as passed`,
     [id],
   );
   const r = rows[0];

@@ -1,5 +1,4 @@
 /** The relay's statements on `profile.outbox_messages` (docs/DESIGN.md#tables); it connects as `outbox_relay`. */
-import { laneSql } from './lane-sql';
 import type { Queryable } from './pool';
 
 /** The channel the outbox trigger notifies on commit. */
@@ -64,12 +63,8 @@ const CLAIM_SQL = `
            limit 1) is null
    -- The deploy to the insert-only outbox (migration 025): an owner's event written there before this row, and
    -- not published yet (after its lane's cursor, or held), goes first.
-   and (select 1 from profile.outbox_events ev
-          join profile.outbox_lanes l on l.lane = ${laneSql('ev.message_key')}
+   and (select 1 from profile.outbox_events_pending ev
          where ev.message_key = b.message_key and ev.created_at < b.created_at
-           and ((ev.xid, ev.id) > (l.xid, l.id)
-                or exists (select 1 from profile.outbox_held h
-                            where h.message_key = ev.message_key and (ev.xid, ev.id) >= (h.xid, h.id)))
          limit 1) is null
    order by created_at, id`;
 

@@ -88,7 +88,7 @@ export function claimCtes(
          join marks on marks.document_id = due.id and marks.threshold_days = due.current_threshold
      ),
      events as (
-       insert into profile.outbox_messages
+       insert into profile.outbox_events
               (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
                correlation_id, trace_context, created_at)
        select profile.time_ordered_uuid(), ${$.aggregateType}, won.owner_user_id, ${$.topic}, won.owner_user_id::text,

@@ -151,7 +151,7 @@ const WORKER_TABLES: readonly ExpectedTable[] = [
     columns: { cycle_id: 'uuid', queued_by: 'text', attempt: 'integer', started_at: 'timestamptz' },
   },
   {
-    table: 'outbox_messages',
+    table: 'outbox_events',
     access: 'insert',
     columns: Object.fromEntries(OUTBOX_INSERTED.map((c) => [c, OUTBOX_COLUMNS[c]])),
   },
@@ -159,7 +159,7 @@ const WORKER_TABLES: readonly ExpectedTable[] = [
 
 /**
  * What the relay's SQL relies on: every column of the outbox, migration 009's parking columns included, and the
- * insert-only outbox's tables (migration 025) it publishes from.
+ * insert-only outbox's tables (migration 025) it publishes from and the view of its unpublished events (026).
  */
 const RELAY_TABLES: readonly ExpectedTable[] = [
   { table: 'outbox_messages', access: 'read', columns: OUTBOX_COLUMNS },
@@ -188,6 +188,11 @@ const RELAY_TABLES: readonly ExpectedTable[] = [
     table: 'outbox_deliveries',
     access: 'read',
     columns: { lane: 'integer', last_xid: 'xid8', last_id: 'uuid', partition: 'integer', base_offset: 'bigint' },
+  },
+  {
+    table: 'outbox_events_pending',
+    access: 'read',
+    columns: { id: 'uuid', message_key: 'text', xid: 'xid8', created_at: 'timestamptz', held_event: 'boolean' },
   },
 ];
 

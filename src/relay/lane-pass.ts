@@ -19,12 +19,12 @@ import {
 } from '../db/outbox-events';
 import {
   dueHolds,
-  hasLegacyRows,
   heldEvents,
   holdKeys,
   legacyKeys,
   recordHeldTry,
   releaseHold,
+  waitsForLegacyRows,
   type NewHold,
 } from '../db/outbox-held';
 import { withTransaction } from '../db/pool';
@@ -145,7 +145,8 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
 
 /**
  * Sends the events of `lane`'s due held keys, up to the cursor, each key's in order, and releases a key once
- * they are all published. A `legacy` key is due once the old outbox has no row of it left to publish. A refusal
+ * they are all published. A `legacy` key whose old rows are not all published yet is looked at again a second
+ * later (it does not keep a slot of every pass). A refusal
  * moves the hold to the refused event (parked at RELAY_MAX_ATTEMPTS); a send without a verdict ends the pass.
  * @returns how many keys it sent.
  */
@@ -158,7 +159,7 @@ async function retryHolds(
 ): Promise<number> {
   let tried = 0;
   for (const hold of await dueHolds(tx, lane, HOLDS_A_PASS)) {
-    if (hold.reason === 'legacy' && (await hasLegacyRows(tx, hold))) continue;
+    if (hold.reason === 'legacy' && (await waitsForLegacyRows(tx, hold))) continue;
     tried++;
     const events = await heldEvents(tx, hold, cursor);
     if (events.length === 0) {

@@ -46,7 +46,7 @@ beforeAll(async () => {
     end $$;
     create trigger probe_page_record before insert on profile.document_expiry_reminder_scan_positions
       for each row execute function probe.page_record();
-    create trigger probe_outbox_write before insert on profile.outbox_messages
+    create trigger probe_outbox_write before insert on profile.outbox_events
       for each row execute function probe.outbox_write();`);
 });
 

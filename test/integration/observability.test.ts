@@ -10,7 +10,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { LOCAL_ROLE_PASSWORDS } from '../../scripts/stack';
 import { freePort } from '../../src/observability/ports';
 import { createTracing } from '../../src/observability/tracing';
-import { insertDocuments, markers, outbox, rejectOwner } from '../support/data';
+import { insertDocuments, markers, outbox, rejectOwner, unpublishedCount } from '../support/data';
 import { historyBytes } from '../support/history';
 import { makePollingVersionCurrent } from '../../scripts/stack/versions';
 import { startEntryProcess, type EntryProcess } from '../support/processes';
@@ -102,10 +102,7 @@ test('worker and relay processes: logs carry the five cycle events and no docume
     handle = await stack.startCycle({}, { taskQueue });
     const result = (await handle.result()) as { remindersSent: number; failedOwners: number };
     expect(result).toEqual(expect.objectContaining({ remindersSent: 4, failedOwners: 1 }));
-    await waitFor(
-      async () =>
-        (await stack.db.admin.query('select 1 from profile.outbox_messages where published_at is null')).rowCount === 0,
-    );
+    await waitFor(async () => (await unpublishedCount(stack.db.admin)) === 0);
     workerMetrics = await scrape(workerPort);
     relayMetrics = await scrape(relayPort);
   } finally {

@@ -224,7 +224,7 @@ test('an activity asked for several pages claims them one after another, each it
 
   // Asked for one page, an activity claims one: the next starts where it ended.
   const cycle2 = crypto.randomUUID();
-  await stack.db.admin.query('truncate profile.document_expiry_reminders, profile.outbox_messages');
+  await stack.db.admin.query('truncate profile.document_expiry_reminders, profile.outbox_events');
   const one = await claimPage(input(cycle2, 1, { pages: 1 }));
   expect(one).toEqual(expect.objectContaining({ pagesClaimed: 1, hasNext: true, remindersSent: 5 }));
   const next = await claimPage(input(cycle2, 2, { pages: 8 }));

@@ -124,7 +124,8 @@ test(
         const rows = async () =>
           (
             await admin.query<{ key: string; published: boolean }>(
-              'select message_key as key, published_at is not null as published from profile.outbox_messages',
+              `select e.message_key as key, p.id is null as published
+                 from profile.outbox_events e left join profile.outbox_events_pending p on p.id = e.id`,
             )
           ).rows;
         await waitFor(async () => (await rows()).every((row) => row.published), 60_000, 500);

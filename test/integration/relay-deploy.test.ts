@@ -2,7 +2,8 @@
  * The deploy that moves the worker from the old outbox (`outbox_messages`) to the insert-only one (migration 025),
  * against the real broker: while an owner has rows in both, this version's relay publishes them in the order they
  * were written, whichever table each is in. An old row first: the owner's later event is held (`legacy`) and
- * follows it. The mirror image, an event first: the owner's later old row waits for it. Other owners flow meanwhile.
+ * follows it. The mirror image, an event first: the owner’s later old row waits for it. Other owners flow meanwhile.
+ * Owners whose old rows stay parked do not keep their lane from releasing the others.
  */
 import crypto from 'node:crypto';
 import { loadConfig } from '../../src/config';
@@ -105,6 +106,47 @@ test('the mirror image, an owner’s event first: its later old row waits for it
     expect(await client('outbox', 'retry', event)).toEqual({ retried: 1, ids: [event] });
     const all = ofRun(run)(await consumeUntil(stackKafka(), (ms) => ofRun(run)(ms).length >= 3));
     expect(all.filter((m) => m.key === owner).map((m) => m.headers.messageId)).toEqual([event, old]);
+  } finally {
+    await relay.stop();
+  }
+});
+
+/** `n` keys that fall in one lane, as the lane index computes it. */
+async function keysOfOneLane(n: number): Promise<string[]> {
+  const { rows } = await stack.db.admin.query<{ key: string }>(
+    `select key from (select gen_random_uuid()::text as key from generate_series(1, 2000)) k
+      where ${LANE_SQL.replace('message_key', 'key')} = 0 limit $1`,
+    [n],
+  );
+  return rows.map((r) => r.key);
+}
+
+test('investors whose old rows stay parked do not keep their lane from releasing another investor’s legacy hold', async () => {
+  const run = `deploy-many-held-${crypto.randomUUID()}`;
+  // More stuck investors than a lane pass looks at (10), all in the lane of the investor that gets ready.
+  const [ready, ...stuck] = await keysOfOneLane(12);
+  for (const key of stuck) {
+    await oldRow(key, run, 60, true);
+    await newEvent(key, run, 30);
+  }
+  const heldKeys = async () =>
+    (await stack.db.admin.query<{ message_key: string }>('select message_key from profile.outbox_held')).rows.map(
+      (r) => r.message_key,
+    );
+  const relay = testRelay({ pool: stack.relayPool, url: stack.db.relayUrl });
+  await relay.start();
+  try {
+    await waitFor(async () => (await heldKeys()).length === stuck.length);
+    // Held after the others, so the oldest holds of its lane are all stuck ones.
+    const old = await oldRow(ready, run, 20, true);
+    const event = await newEvent(ready, run, 10);
+    await waitFor(async () => (await heldKeys()).includes(ready));
+    expect(await client('outbox', 'retry', old)).toEqual({ retried: 1, ids: [old] });
+    const readyOnes = (ms: ConsumedMessage[]) => ofRun(run)(ms).filter((m) => m.key === ready);
+    const received = readyOnes(await consumeUntil(stackKafka(), (ms) => readyOnes(ms).length >= 2));
+    expect(received.map((m) => m.headers.messageId)).toEqual([old, event]);
+    await waitFor(async () => !(await heldKeys()).includes(ready));
+    expect((await heldKeys()).sort()).toEqual([...stuck].sort());
   } finally {
     await relay.stop();
   }

@@ -42,14 +42,13 @@ function throughProxy(brokerPort: number, proxyPort: number) {
   return { factory, opened: () => sockets.length, open: () => sockets.filter((s) => !s.destroyed).length };
 }
 
-async function unpublished(ids: string[]): Promise<{ n: number; attempts: number; errors: string[] }> {
-  const { rows } = await stack.db.admin.query(
-    `select count(*) filter (where published_at is null)::int as n, coalesce(min(attempts), 0)::int as attempts,
-            coalesce(array_agg(distinct last_error) filter (where last_error is not null), '{}') as errors
-       from profile.outbox_messages where id = any($1::uuid[])`,
+/** How many of the events `ids` are not published yet (after their lane's cursor, or held). */
+async function unpublished(ids: string[]): Promise<number> {
+  const { rows } = await stack.db.admin.query<{ n: number }>(
+    'select count(*)::int as n from profile.outbox_events_pending where id = any($1::uuid[])',
     [ids],
   );
-  return rows[0];
+  return rows[0].n;
 }
 
 test('a send that timed out leaves no producer behind and delivers nothing once the broker answers again', async () => {
@@ -69,8 +68,13 @@ test('a send that timed out leaves no producer behind and delivers nothing once 
   let rows: { id: string }[];
   try {
     // Connected and publishing through the proxy first, so the timed-out sends are real produce requests.
-    const [warm] = await insertOutboxRows(stack.db.admin, batch, [{ key: crypto.randomUUID(), seq: 0 }]);
-    await waitFor(async () => (await unpublished([warm.id])).n === 0);
+    const [warm] = await insertOutboxRows(
+      stack.db.admin,
+      batch,
+      [{ key: crypto.randomUUID(), seq: 0 }],
+      'outbox_events',
+    );
+    await waitFor(async () => (await unpublished([warm.id])) === 0);
 
     for (const stream of ['upstream', 'downstream'] as const) {
       await proxy.addToxic({
@@ -85,12 +89,16 @@ test('a send that timed out leaves no producer behind and delivers nothing once 
       stack.db.admin,
       batch,
       Array.from({ length: 12 }, (_, i) => ({ key: crypto.randomUUID(), seq: i + 1 })),
+      'outbox_events',
     );
-    // Two sends ran into the timeout; each time the rows were released, unpublished.
-    await waitFor(async () => (await unpublished(rows.map((r) => r.id))).attempts >= 2, 30_000);
-    const released = await unpublished(rows.map((r) => r.id));
-    expect(released.n).toBe(rows.length);
-    expect(released.errors).toEqual(['Kafka did not acknowledge the batch within 1500 ms']);
+    // Two sends ran into the timeout; each time the events were left unpublished (no cursor moved).
+    const timedOut = () =>
+      relay.logs.messages('publish failed, backing off').map((l) => ({ rows: (l.rows as number) > 0, err: l.err }));
+    await waitFor(async () => timedOut().length >= 2, 30_000);
+    expect(await unpublished(rows.map((r) => r.id))).toBe(rows.length);
+    expect(new Set(timedOut().map((l) => JSON.stringify(l)))).toEqual(
+      new Set([JSON.stringify({ rows: true, err: 'Kafka did not acknowledge the batch within 1500 ms' })]),
+    );
   } finally {
     await relay.stop();
   }
@@ -114,7 +122,7 @@ test('a send that timed out leaves no producer behind and delivers nothing once 
   const next = testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, brokers: broker.brokers, env });
   await next.start();
   try {
-    await waitFor(async () => (await unpublished(rows.map((r) => r.id))).n === 0);
+    await waitFor(async () => (await unpublished(rows.map((r) => r.id))) === 0);
   } finally {
     await next.stop();
   }

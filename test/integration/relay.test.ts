@@ -10,7 +10,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../src/domain/names';
 import schema from '../../docs/contracts/document-expiry-reminder.v1.schema.json';
-import { insertDocuments, outbox } from '../support/data';
+import { eventPlacements, insertDocuments, outbox, unpublishedCount } from '../support/data';
 import { consumeUntil, type ConsumedMessage } from '../../scripts/stack/consume';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
@@ -27,12 +27,7 @@ const validate = addFormats(new Ajv2020({ allErrors: true, strict: true })).comp
 const newRelay = (env: Record<string, string> = {}) =>
   testRelay({ pool: stack.relayPool, url: stack.db.relayUrl, env });
 
-async function unpublished(): Promise<number> {
-  const { rows } = await stack.db.admin.query<{ n: number }>(
-    'select count(*)::int as n from profile.outbox_messages where published_at is null',
-  );
-  return rows[0].n;
-}
+const unpublished = () => unpublishedCount(stack.db.admin);
 
 test("a cycle's events arrive on the topic with the right key, headers and a schema-valid value, one per owner", async () => {
   const owners = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
@@ -48,6 +43,9 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
   await w.stop();
   const rows = await outbox(stack.db.admin);
   expect(rows).toHaveLength(3);
+  const versions = () =>
+    stack.db.admin.query<{ id: string; xmin: string }>('select id, xmin::text from profile.outbox_events order by id');
+  const written = (await versions()).rows;
 
   const relay = newRelay();
   await relay.start();
@@ -80,15 +78,10 @@ test("a cycle's events arrive on the topic with the right key, headers and a sch
     expect(validate.errors ?? []).toEqual([]);
     expect(value).toEqual(row.payload);
   }
-  const { rows: marks } = await stack.db.admin.query(
-    'select attempts, published_at, last_error from profile.outbox_messages',
-  );
-  for (const mark of marks) expect(mark).toEqual({ attempts: 1, published_at: expect.any(Date), last_error: null });
-  // Each row records where Kafka appended it (migration 015): the partition and offset a consumer read it at.
-  const { rows: placed } = await stack.db.admin.query<{ id: string; partition: number; offset: string }>(
-    'select id, published_partition as partition, published_offset::text as offset from profile.outbox_messages',
-  );
-  expect(Object.fromEntries(placed.map((r) => [r.id, [r.partition, r.offset]]))).toEqual(
+  // The events are never written again (no row version: each keeps the xmin of the cycle's transaction), and
+  // the relay's deliveries say where Kafka appended each: the partition and offset a consumer read it at.
+  expect((await versions()).rows).toEqual(written);
+  expect(await eventPlacements(stack.db.admin)).toEqual(
     Object.fromEntries(received.map((m) => [m.headers.messageId, [m.partition, m.offset]])),
   );
 });

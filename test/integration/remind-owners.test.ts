@@ -83,7 +83,7 @@ test('a group of owners is claimed in one transaction: one event per owner listi
     ]);
   }
   const xacts = await stack.db.admin.query<{ n: number }>(
-    `select count(distinct xmin::text)::int as n from profile.outbox_messages`,
+    `select count(distinct xmin::text)::int as n from profile.outbox_events`,
   );
   expect(xacts.rows[0].n).toBe(1);
 

@@ -212,6 +212,24 @@ test('a profile table whose expires_at is a timestamptz and whose ids are text i
   });
 });
 
+test('a worker that may not insert into the insert-only outbox (migration 025) is refused, naming the table', async () => {
+  const problems = await whileChanged(
+    'revoke insert on profile.outbox_events from expiry_reminder_worker',
+    'grant insert on profile.outbox_events to expiry_reminder_worker',
+    () => workerSchemaProblems(stack.db.worker),
+  );
+  expect(problems).toEqual([expect.stringMatching(/^profile\.outbox_events: missing or not writable columns id, /)]);
+});
+
+test('a relay without the view of unpublished events (migration 026) is refused, naming it', async () => {
+  const problems = await whileChanged(
+    'revoke select on profile.outbox_events_pending from outbox_relay',
+    'grant select on profile.outbox_events_pending to outbox_relay',
+    () => relaySchemaProblems(stack.relayPool),
+  );
+  expect(problems).toEqual([expect.stringMatching(/^profile\.outbox_events_pending: permission denied/)]);
+});
+
 test('an outbox whose created_at lost its time zone is refused by the relay check, naming the type found', async () => {
   const problems = await whileChanged(
     'alter table profile.outbox_messages alter column created_at type timestamp',

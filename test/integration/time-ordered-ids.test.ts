@@ -35,12 +35,12 @@ test("the owner transaction's markers and events get ids made at the claim, in t
   });
   const ids = async (correlationId: string) => {
     const { rows: events } = await stack.db.admin.query<{ id: string }>(
-      'select id from profile.outbox_messages where correlation_id = $1',
+      'select id from profile.outbox_events where correlation_id = $1',
       [correlationId],
     );
     const { rows: marks } = await stack.db.admin.query<{ id: string }>(
       `select r.id from profile.document_expiry_reminders r
-        where r.owner_user_id in (select aggregate_id from profile.outbox_messages where correlation_id = $1)`,
+        where r.owner_user_id in (select aggregate_id from profile.outbox_events where correlation_id = $1)`,
       [correlationId],
     );
     return { events: events.map((r) => r.id), marks: marks.map((r) => r.id) };

@@ -176,26 +176,33 @@ async function queueReminders(owners: string[], jobRunId: string): Promise<void>
   }
 }
 
+/**
+ * The events of `correlationId` as a person checks them: published once no lane's cursor is behind them and
+ * their key is not held at or before them; a held key's refusals, error and parking are on its hold.
+ */
 async function outboxRows(correlationId: string) {
   const { rows } = await admin.query<{
     id: string;
     topic: string;
-    published_at: Date | null;
-    parked_at: Date | null;
+    published: boolean;
+    parked: boolean;
     rejections: number;
-    attempts: number;
     last_error: string | null;
   }>(
-    `select id, topic, published_at, parked_at, rejections, attempts, last_error
-       from profile.outbox_messages where correlation_id = $1 order by created_at, id`,
+    `select e.id, e.topic, p.id is null as published, h.parked_at is not null as parked,
+            coalesce(h.rejections, 0) as rejections, h.last_error
+       from profile.outbox_events e
+       left join profile.outbox_events_pending p on p.id = e.id
+       left join profile.outbox_held h on h.id = e.id
+      where e.correlation_id = $1 order by e.xid, e.id`,
     [correlationId],
   );
   return rows;
 }
 
-/** Rows as a person would see them in the outbox: naming another topic than the job's. */
+/** Events as a person would see them in the outbox: naming another topic than the job's. */
 async function setTopic(ids: string[], topic: string): Promise<void> {
-  await admin.query('update profile.outbox_messages set topic = $2 where id = any($1::uuid[])', [ids, topic]);
+  await admin.query('update profile.outbox_events set topic = $2 where id = any($1::uuid[])', [ids, topic]);
 }
 
 test('the relay publishes over SASL_SSL, and the broker’s own console consumer reads schema-valid events', async () => {
@@ -205,7 +212,7 @@ test('the relay publishes over SASL_SSL, and the broker’s own console consumer
   const relay = newRelay();
   await relay.start();
   try {
-    await waitFor(async () => (await outboxRows(run)).every((r) => r.published_at !== null));
+    await waitFor(async () => (await outboxRows(run)).every((r) => r.published));
   } finally {
     await relay.stop();
   }
@@ -249,6 +256,7 @@ test('rows naming a topic outside the relay’s ACLs are refused by Kafka and pa
     admin,
     run,
     keys.map((key) => ({ key, seq: 1 })),
+    'outbox_events',
   );
   // The first rows of the queue, so every early batch holds them.
   const foreign = seeded[0].id;
@@ -261,7 +269,7 @@ test('rows naming a topic outside the relay’s ACLs are refused by Kafka and pa
   try {
     await waitFor(async () => {
       const rows = await outboxRows(run);
-      return rows.every((r) => r.published_at !== null || r.parked_at !== null);
+      return rows.every((r) => r.published || r.parked);
     });
   } finally {
     await relay.stop();
@@ -270,12 +278,11 @@ test('rows naming a topic outside the relay’s ACLs are refused by Kafka and pa
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const id of [foreign, describeOnly]) {
     const row = byId.get(id)!;
-    expect(row).toMatchObject({ published_at: null, rejections: 2 });
-    expect(row.parked_at).not.toBeNull();
+    expect(row).toMatchObject({ published: false, parked: true, rejections: 2 });
     expect(row.last_error).toMatch(/Kafka refused topic pin\.profile\.[a-z-]+\.v1 to the relay's user/);
     expect(row.last_error).toMatch(/ACL/);
   }
-  expect(rows.filter((r) => r.published_at !== null)).toHaveLength(keys.length - 2);
+  expect(rows.filter((r) => r.published)).toHaveLength(keys.length - 2);
   const kafkaAdmin = adminClient().admin();
   await kafkaAdmin.connect();
   try {
@@ -287,25 +294,29 @@ test('rows naming a topic outside the relay’s ACLs are refused by Kafka and pa
   }
 });
 
-/** Starts a relay, waits until it has tried `correlationId`'s rows, stops it, and returns them and its logs. */
+/**
+ * Starts a relay, waits until two of its sends failed, stops it, and returns `correlationId`'s events and the
+ * failures' errors as logged (a failed send is not written on the events: they are never updated).
+ */
 async function triedBy(relay: ReturnType<typeof newRelay>, correlationId: string) {
+  const failures = () => relay.logs.messages('publish failed, backing off');
   await relay.start();
   try {
-    await waitFor(async () => (await outboxRows(correlationId)).every((r) => r.attempts >= 2));
+    await waitFor(async () => failures().length >= 2);
   } finally {
     await relay.stop();
   }
-  return outboxRows(correlationId);
+  return { rows: await outboxRows(correlationId), errors: failures().map((l) => String(l.err)) };
 }
 
 test('a wrong SCRAM password is refused: the relay says which variables to check, backs off, and parks nothing', async () => {
   const run = `prod-password-${crypto.randomUUID()}`;
-  await insertOutboxRows(admin, run, [{ key: crypto.randomUUID(), seq: 1 }]);
+  await insertOutboxRows(admin, run, [{ key: crypto.randomUUID(), seq: 1 }], 'outbox_events');
   const relay = newRelay({ KAFKA_SASL_PASSWORD: 'not-the-password' });
-  const rows = await triedBy(relay, run);
-  for (const row of rows) {
-    expect(row).toMatchObject({ published_at: null, parked_at: null, rejections: 0 });
-    expect(row.last_error).toMatch(
+  const { rows, errors } = await triedBy(relay, run);
+  expect(rows).toEqual([expect.objectContaining({ published: false, parked: false, rejections: 0 })]);
+  for (const error of errors) {
+    expect(error).toMatch(
       /Kafka refused the SASL login of "relay" \(SCRAM-SHA-512\): check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/,
     );
   }
@@ -328,11 +339,9 @@ test('a client without TLS is refused by the SASL_SSL listener, and the relay sa
   await plain.disconnect();
 
   const run = `prod-plaintext-${crypto.randomUUID()}`;
-  await insertOutboxRows(admin, run, [{ key: crypto.randomUUID(), seq: 1 }]);
+  await insertOutboxRows(admin, run, [{ key: crypto.randomUUID(), seq: 1 }], 'outbox_events');
   const relay = newRelay({ KAFKA_SSL: 'false', KAFKA_SSL_CA_PATH: '' });
-  const rows = await triedBy(relay, run);
-  for (const row of rows) {
-    expect(row).toMatchObject({ published_at: null, parked_at: null, rejections: 0 });
-    expect(row.last_error).toMatch(/KAFKA_SSL=true/);
-  }
+  const { rows, errors } = await triedBy(relay, run);
+  expect(rows).toEqual([expect.objectContaining({ published: false, parked: false, rejections: 0 })]);
+  for (const error of errors) expect(error).toMatch(/KAFKA_SSL=true/);
 });

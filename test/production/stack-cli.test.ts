@@ -115,13 +115,7 @@ async function twoWorkersAndTwoRelaysShareACycle(env: Record<string, string>): P
     expect(JSON.parse(cycle.stdout)).toMatchObject({ result: { status: 'completed', remindersSent: owners } });
     const deadline = Date.now() + 120_000;
     const unpublished = async () =>
-      Number(
-        (
-          await admin.query<{ n: string }>(
-            'select count(*) as n from profile.outbox_messages where published_at is null',
-          )
-        ).rows[0].n,
-      );
+      Number((await admin.query<{ n: string }>('select count(*) as n from profile.outbox_events_pending')).rows[0].n);
     while ((await unpublished()) > 0) {
       if (Date.now() > deadline) throw new Error('the two relays did not publish the outbox within 120 s');
       await sleep(500);

@@ -71,13 +71,46 @@ export type OutboxRow = Omit<OutboxMessage, 'payload' | 'attempts' | 'trace_cont
   payload: { ownerUserId: string; remindedAt: string; documents: EventDocument[] };
 };
 
-/** Every outbox row, oldest first. */
+/**
+ * Every outbox row, oldest first: the events this version's workers write (`outbox_events`) and the rows of
+ * `outbox_messages`, which workers of a version before issue 48 still write during a deploy.
+ */
 export async function outbox(db: Queryable): Promise<OutboxRow[]> {
   const { rows } = await db.query<OutboxRow>(
     `select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, correlation_id, payload
-       from profile.outbox_messages order by created_at, id`,
+       from (select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
+                    correlation_id, payload, created_at from profile.outbox_events
+             union all
+             select id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version,
+                    correlation_id, payload, created_at from profile.outbox_messages) o
+      order by created_at, id`,
   );
   return rows;
+}
+
+/**
+ * Rows not published yet in either outbox: the old table's (`published_at` null) and the insert-only one's
+ * events (`profile.outbox_events_pending`: after their lane's cursor, or of a held key).
+ */
+export async function unpublishedCount(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `select ((select count(*) from profile.outbox_messages where published_at is null)
+           + (select count(*) from profile.outbox_events_pending))::int as n`,
+  );
+  return rows[0].n;
+}
+
+/**
+ * Where the relay recorded each published event of the insert-only outbox: `[partition, offset]` by event id,
+ * from the event's first delivery (a re-send after a crash records another).
+ */
+export async function eventPlacements(db: Queryable): Promise<Record<string, [number, string]>> {
+  const { rows } = await db.query<{ id: string; partition: number; offset: string }>(
+    `select distinct on (u.id) u.id, d.partition, (d.base_offset + u.n - 1)::text as offset
+       from profile.outbox_deliveries d cross join unnest(d.ids) with ordinality as u(id, n)
+      order by u.id, d.published_at, d.base_offset`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, [r.partition, r.offset]]));
 }
 
 /** A fingerprint of the whole documents table, to prove the job never wrote it. */
@@ -147,7 +180,7 @@ export async function seedStragglerDay(
 export async function forgetCycles(db: Queryable): Promise<void> {
   await db.query(
     `delete from profile.document_expiry_reminders where queued_by is not null;
-     truncate profile.outbox_messages, profile.document_expiry_reminder_scan_positions,
+     truncate profile.outbox_messages, profile.outbox_events, profile.document_expiry_reminder_scan_positions,
               profile.document_expiry_reminder_claim_receipts, profile.document_expiry_reminder_claim_attempts`,
   );
 }

@@ -18,12 +18,18 @@ export interface SeededRow extends RowSeed {
 
 /**
  * Inserts rows in the given order (`created_at` one millisecond apart), all with `correlationId`, so a
- * test finds its own messages on the shared topic.
+ * test finds its own messages on the shared topic: into the old outbox (`outbox_messages`, the default, for the
+ * tests of its own pass) or into the insert-only one the worker writes (`outbox_events`), in one transaction.
  */
-export async function insertOutboxRows(db: Queryable, correlationId: string, seeds: RowSeed[]): Promise<SeededRow[]> {
+export async function insertOutboxRows(
+  db: Queryable,
+  correlationId: string,
+  seeds: RowSeed[],
+  table: 'outbox_messages' | 'outbox_events' = 'outbox_messages',
+): Promise<SeededRow[]> {
   const rows = seeds.map((s) => ({ ...s, id: crypto.randomUUID() }));
   await db.query(
-    `insert into profile.outbox_messages (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, created_at)
+    `insert into profile.${table} (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload, correlation_id, created_at)
      select r.id, 'Profile', gen_random_uuid(), $2, r.key, 'RelayTest', 1,
             jsonb_build_object('seq', r.seq, 'key', r.key, 'pad', repeat('x', r.pad)), $3,
             clock_timestamp() + make_interval(secs => r.ord * 0.001)

@@ -25,7 +25,7 @@ export async function endToEndCycle(
     const t0 = performance.now();
     const cycle = await temporalCycle(label, client, workers, taskQueue, s);
     // The relay's own count of published rows, not a count over the outbox, which would compete with it.
-    const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from profile.outbox_messages');
+    const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from profile.outbox_events');
     await relay.waitForPublished(rows[0].n, 30 * 60_000);
     const seconds = (performance.now() - t0) / 1000;
     const left = await unpublishedCount(admin);

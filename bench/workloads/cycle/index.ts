@@ -231,10 +231,11 @@ async function closeWorkerSessions(admin: pg.Pool): Promise<number> {
  */
 async function reset(admin: pg.Pool): Promise<void> {
   await admin.query(
-    'truncate profile.document_expiry_reminders, profile.outbox_messages, profile.document_expiry_reminder_prune_cutoff',
+    `truncate profile.document_expiry_reminders, profile.outbox_events, profile.outbox_deliveries, profile.outbox_held,
+              profile.document_expiry_reminder_prune_cutoff`,
   );
   await admin.query('vacuum analyze profile.document_expiry_reminders');
-  await admin.query('vacuum analyze profile.outbox_messages');
+  await admin.query('vacuum analyze profile.outbox_events');
   await admin.query('checkpoint');
 }
 
@@ -242,7 +243,7 @@ async function reset(admin: pg.Pool): Promise<void> {
 async function ledgerCounts(admin: pg.Pool): Promise<{ markers: number; outbox: number }> {
   const { rows } = await admin.query(
     `select (select count(*)::int from profile.document_expiry_reminders) as markers,
-            (select count(*)::int from profile.outbox_messages) as outbox`,
+            (select count(*)::int from profile.outbox_events) as outbox`,
   );
   return rows[0];
 }

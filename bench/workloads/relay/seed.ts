@@ -1,6 +1,5 @@
 /** Outbox rows shaped like the cycle's events: one per investor, one or two documents each, in one statement. */
 import type pg from 'pg';
-import { laneSql } from '../../../src/db/lane-sql';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 
 /**
@@ -40,13 +39,11 @@ export async function seedOutbox(
   return (performance.now() - t0) / 1000;
 }
 
-/** Rows not published yet, of the old outbox and of the insert-only one (events no lane's cursor passed). */
+/** Rows not published yet, of the old outbox and of the insert-only one (`profile.outbox_events_pending`). */
 export async function unpublishedCount(admin: pg.Pool): Promise<number> {
   const { rows } = await admin.query<{ n: number }>(
     `select (select count(*) from profile.outbox_messages where published_at is null)
-          + (select count(*) from profile.outbox_events e
-               join profile.outbox_lanes l on l.lane = ${laneSql('e.message_key')}
-              where (e.xid, e.id) > (l.xid, l.id))::int as n`,
+          + (select count(*) from profile.outbox_events_pending))::int as n`,
   );
   return rows[0].n;
 }

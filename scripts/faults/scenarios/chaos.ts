@@ -161,7 +161,7 @@ async function readMarkers(db: FaultDb): Promise<ModelMarker[]> {
 /** The outbox rows of the cycles `ids` (their correlation ids), as model events, with each row's cycle. */
 async function readEvents(db: FaultDb, ids: string[]): Promise<{ cycle: string; event: ModelEvent }[]> {
   const { rows } = await db.admin.query<{ correlation_id: string; payload: Payload }>(
-    'select correlation_id, payload from profile.outbox_messages where correlation_id = any($1)',
+    'select correlation_id, payload from profile.outbox_events where correlation_id = any($1)',
     [ids],
   );
   return rows.map((r) => ({

@@ -4,6 +4,7 @@
  * refusals while every other key flows, the row of its key waits behind it, and both go out in order once
  * the payload is fixed and the row retried.
  */
+import crypto from 'node:crypto';
 import { loadConfig } from '../../../src/config';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 import { retryParkedCommand } from '../../../src/operations/outbox';
@@ -39,9 +40,8 @@ export const kafkaOutage = cycleScenario(
     await broker.start();
     await waitFor('every row but the poison pair published, the poison row parked', async () => {
       const { rows } = await run.db.admin.query<{ waiting: number; parked: boolean }>(
-        `select count(*) filter (where published_at is null and correlation_id <> $1)::int as waiting,
-                bool_or(parked_at is not null) filter (where id = $2) as parked
-           from profile.outbox_messages`,
+        `select (select count(*) from profile.outbox_events_pending where correlation_id <> $1)::int as waiting,
+                exists (select 1 from profile.outbox_held where id = $2 and parked_at is not null) as parked`,
         [POISON_CORRELATION, poison],
       );
       return rows[0].waiting === 0 && rows[0].parked === true;
@@ -49,7 +49,7 @@ export const kafkaOutage = cycleScenario(
     const problems = await checkParked(run.db, poison, behind);
 
     // The cause fixed (a small payload) and the row retried: both rows of the key go out, in order.
-    await run.db.admin.query(`update profile.outbox_messages set payload = '{}' where id = $1`, [poison]);
+    await run.db.admin.query(`update profile.outbox_events set payload = '{}' where id = $1`, [poison]);
     await retryParkedCommand(loadConfig({ DATABASE_URL: run.db.relayUrl }), { id: poison });
     await waitFor('the outbox to drain', async () => (await outboxCount(run.db, true)) === 0);
     const onTopic = await consumeUntil(
@@ -74,28 +74,31 @@ export const kafkaOutage = cycleScenario(
 );
 
 /**
- * Two rows of one fresh key: a poison row above the broker's 1 MB limit, before the cycle's rows, and an
- * ordinary row after it.
+ * Two events of one fresh key, each in a transaction of its own (so in this order in the key's lane), before
+ * the cycle's: a poison event above the broker's 1 MB limit, and an ordinary one after it.
  * @returns their ids, poison first.
  */
 async function insertPoisonPair(db: FaultDb): Promise<[string, string]> {
-  const { rows } = await db.admin.query<{ id: string }>(
-    `with k as (select gen_random_uuid() as key),
-          inserted as (
-            insert into profile.outbox_messages
-                   (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
-                    correlation_id, created_at)
-            select gen_random_uuid(), $2, k.key, $3, k.key::text, $4, $5, p.payload, $1, now() - p.age
-              from k, (values (jsonb_build_object('pad', repeat('x', 2000000)), interval '2 seconds'),
-                              ('{}'::jsonb, interval '1 second')) as p(payload, age)
-            returning id, created_at)
-     select id from inserted order by created_at`,
-    [POISON_CORRELATION, AGGREGATE_TYPE, TOPIC, EVENT_TYPE, CONTRACT_VERSION],
-  );
-  return [rows[0].id, rows[1].id];
+  const key = crypto.randomUUID();
+  const ids: string[] = [];
+  for (const payload of [{ pad: 'x'.repeat(2_000_000) }, {}]) {
+    const { rows } = await db.admin.query<{ id: string }>(
+      `insert into profile.outbox_events
+              (id, aggregate_type, aggregate_id, topic, message_key, event_type, contract_version, payload,
+               correlation_id)
+       values (profile.time_ordered_uuid(), $2, $6::uuid, $3, $6::text, $4, $5, $7::jsonb, $1)
+       returning id`,
+      [POISON_CORRELATION, AGGREGATE_TYPE, TOPIC, EVENT_TYPE, CONTRACT_VERSION, key, JSON.stringify(payload)],
+    );
+    ids.push(rows[0].id);
+  }
+  return [ids[0], ids[1]];
 }
 
-/** I5: the poison row parked after its refusals (the outage's failed tries are attempts, not refusals). */
+/**
+ * I5: the poison event's key parked at it after its refusals (the outage's failed tries are attempts, not
+ * refusals), and the event behind it unpublished, waiting with its key.
+ */
 async function checkParked(db: FaultDb, poison: string, behind: string): Promise<string[]> {
   const { rows } = await db.admin.query<{
     id: string;
@@ -103,26 +106,31 @@ async function checkParked(db: FaultDb, poison: string, behind: string): Promise
     rejections: number;
     last_error: string | null;
     parked: boolean;
-    published: boolean;
   }>(
-    `select id, attempts, rejections, last_error, parked_at is not null as parked, published_at is not null as published
-       from profile.outbox_messages where id = any($1::uuid[])`,
-    [[poison, behind]],
+    `select id, attempts, rejections, last_error, parked_at is not null as parked
+       from profile.outbox_held where id = $1`,
+    [poison],
   );
-  const p = rows.find((r) => r.id === poison);
-  const b = rows.find((r) => r.id === behind);
+  const { rows: waiting } = await db.admin.query<{ held_event: boolean }>(
+    'select held_event from profile.outbox_events_pending where id = $1',
+    [behind],
+  );
+  const p = rows[0];
   const problems: string[] = [];
   if (
     !p ||
+    !p.parked ||
     p.rejections !== MAX_ATTEMPTS ||
     p.attempts < MAX_ATTEMPTS ||
     !/too large|max message size/i.test(p.last_error ?? '')
   ) {
-    problems.push(`I5: poison row ${JSON.stringify(p)}: expected parked after ${MAX_ATTEMPTS} refusals as too large`);
+    problems.push(`I5: poison event ${JSON.stringify(p)}: expected parked after ${MAX_ATTEMPTS} refusals as too large`);
   }
-  // Tried with its key while the broker was down (attempts), but never refused itself, and held back since.
-  if (!b || b.published || b.rejections !== 0 || b.parked) {
-    problems.push(`I5: the row behind the poison row ${JSON.stringify(b)}: expected unpublished, never refused`);
+  // Held back with its key since the poison event's refusal, never refused itself.
+  if (waiting.length !== 1 || waiting[0].held_event) {
+    problems.push(
+      `I5: the event behind the poison event ${JSON.stringify(waiting)}: expected unpublished, not held at`,
+    );
   }
   return problems;
 }
