@@ -42,7 +42,7 @@ export async function seedOutbox(
 /** Rows not published yet, of the old outbox and of the insert-only one (`profile.outbox_events_pending`). */
 export async function unpublishedCount(admin: pg.Pool): Promise<number> {
   const { rows } = await admin.query<{ n: number }>(
-    `select (select count(*) from profile.outbox_messages where published_at is null)
+    `select ((select count(*) from profile.outbox_messages where published_at is null)
           + (select count(*) from profile.outbox_events_pending))::int as n`,
   );
   return rows[0].n;
