@@ -57,8 +57,8 @@ export async function pinLanePlan(db: Queryable): Promise<void> {
   await pinClaimPlan(db);
 }
 
-/** The columns the relay sends, from `profile.outbox_events` aliased `e`. */
-const EVENT_COLUMNS = `e.id, e.aggregate_type, e.aggregate_id, e.topic, e.message_key, e.event_type,
+/** The columns the relay sends, from `profile.outbox_events` aliased `e`: a lane's batch, and a held key's events. */
+export const EVENT_COLUMNS = `e.id, e.aggregate_type, e.aggregate_id, e.topic, e.message_key, e.event_type,
   e.contract_version, e.payload::text as payload, e.correlation_id, 0 as attempts, e.trace_context,
   e.xid::text as event_xid`;
 

@@ -4,7 +4,7 @@
  * (`xid`, `id`); its lane's relay sends the held events again when the hold is due, in its lane's transaction,
  * and releases the key once they are all published.
  */
-import type { LaneEvent, LanePosition } from './outbox-events';
+import { EVENT_COLUMNS, type LaneEvent, type LanePosition } from './outbox-events';
 import type { Queryable } from './pool';
 
 /** A key to hold from the event at `from` on, and why. */
@@ -86,8 +86,7 @@ export async function dueHolds(db: Queryable, lane: number, limit: number): Prom
 /** The events of a held key from its hold on, up to the lane's cursor (what the cursor passed), in lane order. */
 export async function heldEvents(db: Queryable, hold: DueHold, cursor: LanePosition): Promise<LaneEvent[]> {
   const { rows } = await db.query<LaneEvent>(
-    `select e.id, e.aggregate_type, e.aggregate_id, e.topic, e.message_key, e.event_type, e.contract_version,
-            e.payload::text as payload, e.correlation_id, 0 as attempts, e.trace_context, e.xid::text as event_xid
+    `select ${EVENT_COLUMNS}
        from profile.outbox_events e
       where e.message_key = $1 and (e.xid, e.id) >= ($2::xid8, $3::uuid) and (e.xid, e.id) <= ($4::xid8, $5::uuid)
       order by e.xid, e.id`,

@@ -104,8 +104,9 @@ function place(out: Delivery, groups: readonly PartitionGroup[], appended: reado
     out.published.push(...group.rows);
     const base = appended?.find((a) => a.topicName === group.topic && a.partition === group.partition)?.baseOffset;
     if (base === undefined || !/^\d+$/.test(base)) continue;
+    const first = BigInt(base);
     group.rows.forEach((row, i) => {
-      out.placements.set(row.id, { partition: group.partition, offset: (BigInt(base) + BigInt(i)).toString() });
+      out.placements.set(row.id, { partition: group.partition, offset: (first + BigInt(i)).toString() });
     });
   }
 }

@@ -96,9 +96,12 @@ function messageHeaders(row: OutboxMessage): IHeaders {
   };
 }
 
-/** The Kafka message for an outbox row: key = owner id, value = the JSON payload as stored. */
-export function toKafkaMessage(row: OutboxMessage): Message {
-  return { key: row.message_key, value: row.payload, headers: messageHeaders(row) };
+/**
+ * The Kafka message for an outbox row: key = owner id, value = the JSON payload as stored; `partition` when the
+ * relay has chosen it (`partitionOfKey`, the Java client's rule).
+ */
+export function toKafkaMessage(row: OutboxMessage, partition?: number): Message {
+  return { key: row.message_key, value: row.payload, headers: messageHeaders(row), partition };
 }
 
 /** Kafka refused the relay's credentials: said with the variables to check, since kafkajs names none. */

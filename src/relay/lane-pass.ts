@@ -29,7 +29,7 @@ import {
 } from '../db/outbox-held';
 import { withTransaction } from '../db/pool';
 import type { Delivery } from './deliver';
-import { laneOutcome, type LaneOutcome } from './lane-outcome';
+import { laneOutcome, type LaneOutcome, type LaneVerdicts } from './lane-outcome';
 
 /** Held keys a pass sends again at most, so that a pass stays a batch's work. */
 const HOLDS_A_PASS = 10;
@@ -50,7 +50,6 @@ export interface LanePassResult {
   published: LaneEvent[];
   /** The batch's delivery (after the cursor). */
   delivery: Delivery | undefined;
-  outcome: LaneOutcome | undefined;
   /** Held keys' events refused again. */
   heldRefused: HeldRefusal[];
   /** A send without a verdict (the batch's or a held key's): the loop backs off. */
@@ -89,13 +88,18 @@ function legacyHolds(events: readonly LaneEvent[], keys: ReadonlySet<string>): N
 }
 
 /** A delivery's verdicts by event id, as the lane's rule reads them. */
-function verdictsOf(delivery: Delivery) {
+function verdictsOf(delivery: Delivery): LaneVerdicts {
   return {
     published: new Set(delivery.published.map((e) => e.id)),
     placements: delivery.placements,
     rejected: new Map(delivery.rejected.map(({ row, error }) => [row.id, error])),
     failed: new Set(delivery.failed.map((e) => e.id)),
   };
+}
+
+/** The events the outcome covers that Kafka acknowledged: what the pass published for good. */
+function publishedFor(events: readonly LaneEvent[], outcome: LaneOutcome, verdicts: LaneVerdicts): LaneEvent[] {
+  return events.slice(0, outcome.covered).filter((e) => verdicts.published.has(e.id));
 }
 
 /**
@@ -112,7 +116,6 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
       claimed: 0,
       published: [],
       delivery: undefined,
-      outcome: undefined,
       heldRefused: [],
       failed: undefined,
     };
@@ -125,17 +128,16 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
       legacy.length === 0 ? events : events.filter((e) => !legacy.some((h) => h.messageKey === e.message_key));
     const delivery = sendable.length > 0 ? await deps.send(sendable) : NOTHING_SENT;
     if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
-    const outcome = laneOutcome(events, verdictsOf(delivery), legacy);
+    const verdicts = verdictsOf(delivery);
+    const outcome = laneOutcome(events, verdicts, legacy);
     if (outcome.to) {
       await moveLane(tx, lane, from, outcome.to);
       await holdKeys(tx, lane, outcome.holds, deps);
       await insertDeliveries(tx, lane, outcome.to, outcome.runs);
     }
-    const sent = new Set(delivery.published.map((e) => e.id));
-    result.published.push(...events.slice(0, outcome.covered).filter((e) => sent.has(e.id)));
+    result.published.push(...publishedFor(events, outcome, verdicts));
     result.claimed = events.length;
     result.delivery = delivery;
-    result.outcome = outcome;
     if (delivery.failed.length > 0) {
       result.failed = { error: delivery.error ?? new Error('publish failed'), events: delivery.failed };
     }
@@ -168,9 +170,9 @@ async function retryHolds(
     }
     const delivery = await deps.send(events);
     if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
-    const outcome = laneOutcome(events, verdictsOf(delivery));
-    const sent = new Set(delivery.published.map((e) => e.id));
-    result.published.push(...events.slice(0, outcome.covered).filter((e) => sent.has(e.id)));
+    const verdicts = verdictsOf(delivery);
+    const outcome = laneOutcome(events, verdicts);
+    result.published.push(...publishedFor(events, outcome, verdicts));
     if (outcome.to) await insertDeliveries(tx, lane, outcome.to, outcome.runs);
     const refusal = outcome.holds[0];
     if (outcome.covered === events.length && !refusal) {

@@ -317,7 +317,11 @@ export class OutboxRelay {
         groupByLeader(groupByPartition(sendable, partitions), partitions),
         (groups, leader) =>
           producer.send(
-            groups.map((g) => ({ topic: g.topic, partition: g.partition, messages: g.rows.map(toKafkaMessage) })),
+            groups.map((g) => ({
+              topic: g.topic,
+              partition: g.partition,
+              messages: g.rows.map((r) => toKafkaMessage(r, g.partition)),
+            })),
             leader,
           ),
         deadline,

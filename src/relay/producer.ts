@@ -74,12 +74,15 @@ class SocketGate {
   }
 }
 
-/** Messages for one topic partition, and where they must go. */
+/** Messages for one topic partition, and where they must go; each message names that partition too. */
 export interface PartitionMessages {
   topic: string;
   partition: number;
   messages: Message[];
 }
+
+/** A topic partition as one string, for the maps of a producer's sends in flight. */
+const topicPartition = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /**
  * A send whose partitions kafkajs found on other brokers than the relay expected (leadership moved):
@@ -98,9 +101,13 @@ export class RelayProducer {
   private readonly producer: Producer;
   private readonly inFlight = new Set<Promise<unknown>>();
   private connecting: Promise<void> | undefined;
-  /** The broker each message of a send in flight was grouped for, and the messages kafkajs sent elsewhere. */
-  private readonly expectedLeader = new WeakMap<Message, number>();
-  private readonly strays = new WeakSet<Message>();
+  /**
+   * The broker each topic partition of a send in flight was grouped for, and the partitions kafkajs found
+   * elsewhere. Per partition, not per message: a partition is in one send at a time (one request in flight per
+   * broker), and a message costs no copy or entry.
+   */
+  private readonly expectedLeader = new Map<string, number>();
+  private readonly strays = new Set<string>();
 
   /**
    * @param createClient builds the client from a socket factory (`createKafka` with the relay's settings).
@@ -129,7 +136,8 @@ export class RelayProducer {
           throw new KafkaJSNonRetriableError(new Error('a message without a partition reached the producer'));
         }
         const leader = args.partitionMetadata.find((p) => p.partitionId === partition)?.leader;
-        if (leader !== this.expectedLeader.get(args.message)) this.strays.add(args.message);
+        const sent = topicPartition(args.topic, partition);
+        if (leader !== this.expectedLeader.get(sent)) this.strays.add(sent);
         return partition;
       },
     });
@@ -159,28 +167,28 @@ export class RelayProducer {
     if (this.gate.closed) throw new ProducerAbandonedError();
     this.connecting ??= this.track(this.producer.connect());
     await this.connecting;
-    const byTopic = new Map<string, Message[]>();
-    const all: Message[] = [];
-    for (const { topic, partition, messages } of parts) {
-      const list = byTopic.get(topic) ?? [];
-      for (const m of messages) {
-        const message = { ...m, partition };
-        this.expectedLeader.set(message, leader);
-        list.push(message);
-        all.push(message);
+    const sent = parts.map((p) => topicPartition(p.topic, p.partition));
+    for (const [i, { partition, messages }] of parts.entries()) {
+      // The partitioner below returns the message's own partition; one named otherwise would go elsewhere.
+      if (messages.some((m) => m.partition !== partition)) {
+        throw new Error(`a message of partition ${partition} names partition ${String(messages[0]?.partition)}`);
       }
-      byTopic.set(topic, list);
+      this.expectedLeader.set(sent[i], leader);
+      this.strays.delete(sent[i]);
     }
     try {
+      // kafkajs merges the entries of one topic into one list before it groups them by partition.
       return await this.track(
         this.producer.sendBatch({
           acks: -1,
-          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+          topicMessages: parts.map((p) => ({ topic: p.topic, messages: p.messages })),
         }),
       );
     } catch (err) {
-      if (all.some((m) => this.strays.has(m))) throw new LeaderMovedError(err);
+      if (sent.some((tp) => this.strays.has(tp))) throw new LeaderMovedError(err);
       throw err;
+    } finally {
+      for (const tp of sent) this.expectedLeader.delete(tp);
     }
   }
 

@@ -318,3 +318,26 @@ test("the relay's producer is idempotent with one request in flight per broker, 
   new RelayProducer(() => client);
   expect(config).toEqual(expect.objectContaining({ idempotent: true, maxInFlightRequests: 1 }));
 });
+
+describe("the relay's producer sends each part's messages as built, naming their partition", () => {
+  const fakeClient = (sendBatch: jest.Mock) =>
+    ({ producer: () => ({ connect: async () => {}, sendBatch }) }) as unknown as Kafka;
+
+  test('a message naming its part’s partition goes to kafkajs as it is, not a copy', async () => {
+    const sendBatch = jest.fn(async () => []);
+    const message = { key: 'k', value: 'v', partition: 1 };
+    await new RelayProducer(() => fakeClient(sendBatch)).send([{ topic: 't', partition: 1, messages: [message] }], 0);
+    expect(sendBatch).toHaveBeenCalledTimes(1);
+    const [{ topicMessages }] = sendBatch.mock.calls[0] as unknown as [{ topicMessages: { messages: unknown[] }[] }];
+    expect(topicMessages[0].messages[0]).toBe(message);
+  });
+
+  test('the mirror: a message naming another partition is refused before anything is sent', async () => {
+    const sendBatch = jest.fn(async () => []);
+    const producer = new RelayProducer(() => fakeClient(sendBatch));
+    await expect(
+      producer.send([{ topic: 't', partition: 1, messages: [{ key: 'k', value: 'v', partition: 2 }] }], 0),
+    ).rejects.toThrow('a message of partition 1 names partition 2');
+    expect(sendBatch).not.toHaveBeenCalled();
+  });
+});

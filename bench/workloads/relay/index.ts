@@ -143,7 +143,7 @@ async function bareProducer(bench: Bench, kafka: Kafka, rows: number): Promise<M
   const { rows: stored } = await bench.admin.query<OutboxMessage>(
     `select ${OUTBOX_MESSAGE_COLUMNS} from profile.outbox_messages order by created_at, id`,
   );
-  const messages = stored.map(toKafkaMessage);
+  const messages = stored.map((r) => toKafkaMessage(r));
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const cpu0 = cpuSnapshot();

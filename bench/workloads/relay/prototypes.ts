@@ -74,7 +74,7 @@ interface Placed {
 
 /** Sends one batch as the relay's producer does (one request, acks=-1) and says where each partition went. */
 async function send(producer: Producer, rows: readonly OutboxMessage[], partitions: number): Promise<Placed[]> {
-  const meta = await producer.send({ topic: TOPIC, acks: -1, messages: rows.map(toKafkaMessage) });
+  const meta = await producer.send({ topic: TOPIC, acks: -1, messages: rows.map((r) => toKafkaMessage(r)) });
   const ids = new Map<number, string[]>();
   for (const r of rows) {
     const p = partitionOfKey(r.message_key, partitions);
