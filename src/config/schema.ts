@@ -115,7 +115,7 @@ export const schema = z.object({
   KAFKA_TOPIC_PARTITIONS: fromText(wholeNumber(1, 1000)).default(3),
   KAFKA_TOPIC_REPLICATION_FACTOR: fromText(wholeNumber(1, 10)).default(1),
   RELAY_BATCH_SIZE: fromText(wholeNumber(1, 10_000)).default(1_000),
-  RELAY_CONCURRENCY: fromText(wholeNumber(1, 8)).default(2),
+  RELAY_CONCURRENCY: fromText(wholeNumber(1, 8)).default(3),
   RELAY_POLL_INTERVAL: fromText(duration('5s')).default(5_000),
   RELAY_LINGER: fromText(durationOrZero('200ms')).default(200),
   RELAY_SEND_TIMEOUT: fromText(duration('30s')).default(30_000),

@@ -67,7 +67,8 @@ export const EVENT_COLUMNS = `e.id, e.aggregate_type, e.aggregate_id, e.topic, e
  * sort the lane's events as text and read them all for each batch.
  */
 const READ_LANE_SQL = `
-  select ${EVENT_COLUMNS}
+  select ${EVENT_COLUMNS},
+         exists (select 1 from profile.outbox_messages where published_at is null) as old_rows_waiting
     from profile.outbox_events e
    where ${LANE_SQL} = $1
      and (e.xid, e.id) > ($2::xid8, $3::uuid)
@@ -76,15 +77,31 @@ const READ_LANE_SQL = `
    order by e.xid, e.id
    limit $4`;
 
+/** A lane's batch, and whether the old outbox had rows not published yet when it was read. */
+export interface LaneBatch {
+  events: LaneEvent[];
+  /**
+   * True while `profile.outbox_messages` has a row not published yet (a deploy from the old outbox is not over):
+   * only then are the batch's keys looked up there (`legacyKeys`). Read by the batch's own statement, once (an
+   * uncorrelated subquery), so that a relay past the deploy spends no round trip on it.
+   */
+  oldRowsWaiting: boolean;
+}
+
 /**
  * Up to `limit` events of `lane` after `after`, in (xid, id) order, leaving out held keys' events (they are
  * published when their key is released). Only events of transactions older than every transaction still
  * running are read: such a transaction has ended, so no event can later appear before the last one read,
  * and moving the cursor past it skips nothing. Call {@link pinLanePlan} first in the transaction.
  */
-export async function readLane(db: Queryable, lane: number, after: LanePosition, limit: number): Promise<LaneEvent[]> {
-  const { rows } = await db.query<LaneEvent>(READ_LANE_SQL, [lane, after.xid, after.id, limit]);
-  return rows;
+export async function readLane(db: Queryable, lane: number, after: LanePosition, limit: number): Promise<LaneBatch> {
+  const { rows } = await db.query<LaneEvent & { old_rows_waiting: boolean }>(READ_LANE_SQL, [
+    lane,
+    after.xid,
+    after.id,
+    limit,
+  ]);
+  return { events: rows, oldRowsWaiting: rows[0]?.old_rows_waiting ?? false };
 }
 
 /** The lane read's plan as PostgreSQL would run it now (for tests). */

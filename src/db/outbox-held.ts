@@ -138,6 +138,14 @@ export async function recordHeldTry(
   return { parked: rows[0]?.parked ?? false };
 }
 
+/**
+ * The deploy's rule, one text for both statements that apply it: the event aliased `event` has a row of its key in
+ * the old outbox, not published yet, written before it (both are written under the owner's lock, so `created_at`
+ * orders them).
+ */
+const OLDER_OLD_ROW_WAITING = (event: string) => `exists (select 1 from profile.outbox_messages m
+   where m.message_key = ${event}.message_key and m.published_at is null and m.created_at < ${event}.created_at)`;
+
 /** How long a `legacy` hold waits before its key's old rows are looked up again. */
 const LEGACY_RECHECK_SECONDS = 1;
 
@@ -152,9 +160,8 @@ export async function waitsForLegacyRows(db: Queryable, hold: Pick<DueHold, 'mes
     `update profile.outbox_held h
         set retry_at = now() + make_interval(secs => $3)
       where h.message_key = $1
-        and exists (select 1 from profile.outbox_messages m, profile.outbox_events e
-                     where e.id = $2 and m.message_key = $1 and m.published_at is null
-                       and m.created_at < e.created_at)`,
+        and exists (select 1 from profile.outbox_events e
+                     where e.id = $2 and ${OLDER_OLD_ROW_WAITING('e')})`,
     [hold.message_key, hold.id, LEGACY_RECHECK_SECONDS],
   );
   return (rowCount ?? 0) > 0;
@@ -173,8 +180,7 @@ export async function legacyKeys(db: Queryable, events: readonly Pick<LaneEvent,
        from unnest($1::uuid[]) as u(id)
        join profile.outbox_events e on e.id = u.id
       where exists (select 1 from profile.outbox_messages where published_at is null)
-        and exists (select 1 from profile.outbox_messages m
-                     where m.message_key = e.message_key and m.published_at is null and m.created_at < e.created_at)`,
+        and ${OLDER_OLD_ROW_WAITING('e')}`,
     [events.map((e) => e.id)],
   );
   return new Set(rows.map((r) => r.message_key));

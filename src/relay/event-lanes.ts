@@ -38,7 +38,7 @@ export async function publishEventLanes(deps: EventLanesDeps, first: number): Pr
     const t0 = performance.now();
     const pass = await publishLane(deps.pass, lane);
     if (!pass) continue;
-    deps.reportPublished(pass.published, { lane, ms: Math.round(performance.now() - t0) });
+    deps.reportPublished(pass.published, { lane, ms: Math.round(performance.now() - t0), ...pass.timings });
     for (const { row, error } of pass.delivery?.rejected ?? []) {
       deps.log.warn(
         { id: row.id, correlationId: row.correlation_id, err: error, lane },

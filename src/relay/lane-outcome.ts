@@ -92,28 +92,40 @@ export function deliveryRuns(
   events: readonly Pick<LaneEvent, 'id' | 'topic'>[],
   placements: ReadonlyMap<string, PublishedPlacement>,
 ): DeliveryRun[] {
-  const placed = events
-    .map((e) => ({ e, p: placements.get(e.id) }))
-    .filter((x): x is { e: (typeof events)[number]; p: PublishedPlacement } => x.p !== undefined)
-    .map(({ e, p }) => ({ id: e.id, topic: e.topic, partition: p.partition, offset: BigInt(p.offset) }))
-    .sort((a, b) =>
-      a.topic !== b.topic
-        ? a.topic < b.topic
-          ? -1
-          : 1
-        : a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0),
-    );
+  const placed: { id: string; topic: string; partition: number; offset: string }[] = [];
+  for (const e of events) {
+    const p = placements.get(e.id);
+    if (p) placed.push({ id: e.id, topic: e.topic, partition: p.partition, offset: p.offset });
+  }
+  placed.sort((a, b) =>
+    a.topic !== b.topic
+      ? a.topic < b.topic
+        ? -1
+        : 1
+      : a.partition - b.partition || compareOffsets(a.offset, b.offset),
+  );
   const runs: DeliveryRun[] = [];
-  let open: { run: DeliveryRun; next: bigint } | undefined;
+  let open: { run: DeliveryRun; last: string } | undefined;
   for (const x of placed) {
-    if (open && open.run.topic === x.topic && open.run.partition === x.partition && open.next === x.offset) {
+    if (open && open.run.topic === x.topic && open.run.partition === x.partition && follows(open.last, x.offset)) {
       open.run.ids.push(x.id);
-      open.next += 1n;
+      open.last = x.offset;
       continue;
     }
-    const run = { topic: x.topic, partition: x.partition, baseOffset: x.offset.toString(), ids: [x.id] };
+    const run = { topic: x.topic, partition: x.partition, baseOffset: x.offset, ids: [x.id] };
     runs.push(run);
-    open = { run, next: x.offset + 1n };
+    open = { run, last: x.offset };
   }
   return runs;
+}
+
+/** Offsets (decimal, no leading zeros) in numeric order, without parsing them: the longer one is larger. */
+function compareOffsets(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** True when offset `next` is `prev` + 1: as numbers while they are exact as ones (15 digits), else as BigInt. */
+function follows(prev: string, next: string): boolean {
+  if (next.length <= 15) return Number(next) === Number(prev) + 1;
+  return BigInt(next) === BigInt(prev) + 1n;
 }

@@ -54,6 +54,11 @@ export interface LanePassResult {
   heldRefused: HeldRefusal[];
   /** A send without a verdict (the batch's or a held key's): the loop backs off. */
   failed: { error: Error; events: readonly { topic: string }[] } | undefined;
+  /**
+   * Where the pass's time went, in ms: taking the lane and reading its batch (held keys' sends included),
+   * Kafka's part of the batch, and recording the outcome with the commit (filled in by the caller).
+   */
+  timings: { readMs: number; sendMs: number; writeMs: number };
 }
 
 /** What a lane pass needs from its relay loop. */
@@ -78,6 +83,7 @@ const NOTHING_SENT: Delivery = { published: [], placements: new Map(), rejected:
  * event in the batch: the cursor passes the key's events, which are sent once the old rows are published.
  */
 function legacyHolds(events: readonly LaneEvent[], keys: ReadonlySet<string>): NewHold[] {
+  if (keys.size === 0) return [];
   const holds = new Map<string, NewHold>();
   for (const e of events) {
     if (keys.has(e.message_key) && !holds.has(e.message_key)) {
@@ -107,7 +113,9 @@ function publishedFor(events: readonly LaneEvent[], outcome: LaneOutcome, verdic
  * @returns undefined when another loop holds the lane, or it had nothing to send.
  */
 export async function publishLane(deps: LanePassDeps, lane: number): Promise<LanePassResult | undefined> {
-  return withTransaction(deps.pool, async (tx) => {
+  const t0 = performance.now();
+  let sentAt = t0;
+  const result = await withTransaction(deps.pool, async (tx) => {
     if (!(await tryLockLane(tx, lane))) return undefined;
     await pinLanePlan(tx);
     const from = await laneCursor(tx, lane);
@@ -118,15 +126,20 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
       delivery: undefined,
       heldRefused: [],
       failed: undefined,
+      timings: { readMs: 0, sendMs: 0, writeMs: 0 },
     };
     const triedHolds = await retryHolds(deps, tx, lane, from, result);
     if (result.failed) return result;
-    const events = await readLane(tx, lane, from, deps.batchSize);
+    const { events, oldRowsWaiting } = await readLane(tx, lane, from, deps.batchSize);
     if (events.length === 0) return triedHolds > 0 ? result : undefined;
-    const legacy = legacyHolds(events, await legacyKeys(tx, events));
-    const sendable =
-      legacy.length === 0 ? events : events.filter((e) => !legacy.some((h) => h.messageKey === e.message_key));
+    const waiting = oldRowsWaiting ? await legacyKeys(tx, events) : new Set<string>();
+    const legacy = legacyHolds(events, waiting);
+    const sendable = waiting.size === 0 ? events : events.filter((e) => !waiting.has(e.message_key));
+    const readAt = performance.now();
     const delivery = sendable.length > 0 ? await deps.send(sendable) : NOTHING_SENT;
+    sentAt = performance.now();
+    result.timings.readMs = Math.round(readAt - t0);
+    result.timings.sendMs = Math.round(sentAt - readAt);
     if (delivery.published.length > 0) await deps.onSent?.(delivery.published.map((e) => e.id));
     const verdicts = verdictsOf(delivery);
     const outcome = laneOutcome(events, verdicts, legacy);
@@ -143,6 +156,8 @@ export async function publishLane(deps: LanePassDeps, lane: number): Promise<Lan
     }
     return result;
   });
+  if (result && result.claimed > 0) result.timings.writeMs = Math.round(performance.now() - sentAt);
+  return result;
 }
 
 /**

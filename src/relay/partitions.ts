@@ -122,17 +122,27 @@ export function groupByPartition(
   rows: readonly OutboxMessage[],
   partitions: ReadonlyMap<string, PartitionMetadata[]>,
 ): PartitionGroup[] {
-  const groups = new Map<string, PartitionGroup>();
+  // Per topic, its groups by partition number: no key string is built per row.
+  const byTopic = new Map<string, { count: number; groups: PartitionGroup[] }>();
+  const all: PartitionGroup[] = [];
   for (const row of rows) {
-    const partitionMetadata = partitions.get(row.topic);
-    if (!partitionMetadata) throw new Error(`no partitions known for topic ${row.topic}`);
-    const partition = partitionOfKey(row.message_key, partitionMetadata.length);
-    const id = `${row.topic}\u0000${partition}`;
-    const group = groups.get(id) ?? { topic: row.topic, partition, rows: [] };
+    let topic = byTopic.get(row.topic);
+    if (!topic) {
+      const partitionMetadata = partitions.get(row.topic);
+      if (!partitionMetadata) throw new Error(`no partitions known for topic ${row.topic}`);
+      topic = { count: partitionMetadata.length, groups: [] };
+      byTopic.set(row.topic, topic);
+    }
+    const partition = partitionOfKey(row.message_key, topic.count);
+    let group = topic.groups[partition];
+    if (!group) {
+      group = { topic: row.topic, partition, rows: [] };
+      topic.groups[partition] = group;
+      all.push(group);
+    }
     group.rows.push(row);
-    groups.set(id, group);
   }
-  return [...groups.values()];
+  return all;
 }
 
 /**

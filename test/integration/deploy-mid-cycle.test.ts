@@ -6,19 +6,16 @@
  * Temporal would move it to the new version at its next task; once it has ended, the release is made current
  * and the next cycle runs on it alone. Nothing is lost and the counts are exact.
  */
-import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import path from 'node:path';
 import { prepareRevision, resolveRevisions } from '../../bench/compare/revisions';
 import type { CycleResult } from '../../src/domain/cycle';
 import { deploymentStatus, makeCurrent } from '../../src/operations/deployment';
 import { insertDocuments, outbox } from '../support/data';
 import { closeClaimGate, placement } from '../support/placement';
-import { startEntryProcess } from '../support/processes';
+import { revisionMissing, startEntryProcess } from '../support/processes';
 import { waitFor } from '../support/wait';
 import { useIntegration } from '../support/harness';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const AS_OF_DATE = '2026-09-02';
 const FIRST_DAY_OWNERS = 120;
 const NEXT_OWNERS = 40;
@@ -30,23 +27,9 @@ const RELEASE = 'this-release';
  */
 const LAST_UNVERSIONED = 'e4cc9166da80ff47249067d3d88f495699cddeff';
 
-/** Why the last unversioned release cannot be run here (a shallow clone, its commit not fetched), or undefined. */
-function previousLandingMissing(): string | undefined {
-  const base = LAST_UNVERSIONED;
-  try {
-    execFileSync('git', ['rev-parse', '--verify', '--quiet', `${base}^{commit}`], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'ignore'],
-    });
-    return undefined;
-  } catch {
-    return `the last unversioned release ${base.slice(0, 12)} is no commit of this clone (shallow, or not fetched: git fetch --unshallow)`;
-  }
-}
-
 const stack = useIntegration('deploy-mid-cycle', { client: true });
 
-const missing = previousLandingMissing();
+const missing = revisionMissing(LAST_UNVERSIONED, 'the last unversioned release');
 if (missing) process.stderr.write(`deploy-mid-cycle: skipped: ${missing}\n`);
 
 const expectCycle = (result: CycleResult, owners: number) =>

@@ -68,7 +68,7 @@ async function readOwnersLane(ownerUserId: string, n: number): Promise<string[]>
     [ownerUserId],
   );
   for (const until = Date.now() + 15_000; ; await sleep(50)) {
-    const read = await withTransaction(stack.relayPool, async (tx) => {
+    const { events: read } = await withTransaction(stack.relayPool, async (tx) => {
       await pinLanePlan(tx);
       return readLane(tx, rows[0].lane, await laneCursor(tx, rows[0].lane), 100);
     });

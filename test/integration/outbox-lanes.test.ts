@@ -62,7 +62,7 @@ async function keyOfLane(lane: number): Promise<string> {
 async function read(lane: number, limit = 100): Promise<string[]> {
   return withTransaction(stack.relayPool, async (tx) => {
     await pinLanePlan(tx);
-    const rows = await readLane(tx, lane, await laneCursor(tx, lane), limit);
+    const { events: rows } = await readLane(tx, lane, await laneCursor(tx, lane), limit);
     return rows.map((r) => r.id);
   });
 }
@@ -152,7 +152,7 @@ test('the cursor moves from where it is, and a move from a stale cursor is refus
   const key = await keyOfLane(6);
   const ids = [await insertEvent(stack.db.worker, key), await insertEvent(stack.db.worker, key)];
   await readAll(6, 2);
-  const rows = await withTransaction(stack.relayPool, (tx) => readLane(tx, 6, LANE_START, 10));
+  const { events: rows } = await withTransaction(stack.relayPool, (tx) => readLane(tx, 6, LANE_START, 10));
   const to = (i: number): LanePosition => ({ xid: rows[i].event_xid, id: rows[i].id });
   await withTransaction(stack.relayPool, (tx) => moveLane(tx, 6, LANE_START, to(0)));
   expect(await readAll(6, 1)).toEqual([ids[1]]);
@@ -168,7 +168,9 @@ test('a held key’s events are left out and the read goes on with the others; r
   const heldIds = [await insertEvent(stack.db.worker, held), await insertEvent(stack.db.worker, held)];
   const freeId = await insertEvent(stack.db.worker, free);
   await readAll(0, 3);
-  const [first] = await withTransaction(stack.relayPool, (tx) => readLane(tx, 0, LANE_START, 1));
+  const {
+    events: [first],
+  } = await withTransaction(stack.relayPool, (tx) => readLane(tx, 0, LANE_START, 1));
   await withTransaction(stack.relayPool, (tx) =>
     holdKeys(
       tx,
@@ -191,7 +193,7 @@ test('a key refused as often as RELAY_MAX_ATTEMPTS allows is parked when held; a
   const key = await keyOfLane(7);
   const ids = [await insertEvent(stack.db.worker, key), await insertEvent(stack.db.worker, key)];
   await readAll(7, 2);
-  const rows = await withTransaction(stack.relayPool, (tx) => readLane(tx, 7, LANE_START, 10));
+  const { events: rows } = await withTransaction(stack.relayPool, (tx) => readLane(tx, 7, LANE_START, 10));
   await withTransaction(stack.relayPool, async (tx) => {
     await holdKeys(
       tx,
@@ -277,7 +279,7 @@ test('the cleanup deletes the events a delivery older than the retention covered
   const keys = [await keyOfLane(2), await keyOfLane(2), await keyOfLane(2), await keyOfLane(2)];
   for (const key of keys) await insertEvent(stack.db.worker, key);
   await readAll(2, 4);
-  const events = await withTransaction(stack.relayPool, async (tx) => {
+  const { events } = await withTransaction(stack.relayPool, async (tx) => {
     await pinLanePlan(tx);
     return readLane(tx, 2, LANE_START, 10);
   });

@@ -2,7 +2,7 @@
  * What `ps` shows of this machine's processes, read from /proc as an operator's tools read it; and the job's
  * entry points started as processes of their own.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -88,4 +88,20 @@ export async function startEntryProcess(options: {
         child.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * Why `sha` (`what`, for the message) cannot be run here, or undefined: a test that starts an earlier release's
+ * entry point needs its commit, which a shallow clone lacks.
+ */
+export function revisionMissing(sha: string, what: string): string | undefined {
+  try {
+    execFileSync('git', ['rev-parse', '--verify', '--quiet', `${sha}^{commit}`], {
+      cwd: path.resolve(__dirname, '..', '..'),
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    return undefined;
+  } catch {
+    return `${what} ${sha.slice(0, 12)} is no commit of this clone (shallow, or not fetched: git fetch --unshallow)`;
+  }
 }

@@ -134,6 +134,23 @@ describe('a lane batch’s outcome', () => {
     ]);
   });
 
+  test('offsets past 2^53 and of different lengths are ordered and joined as numbers, not as text', () => {
+    const big = (offset: string): PublishedPlacement => ({ partition: 0, offset });
+    const runs = deliveryRuns(
+      [a1, b1, a2, c1],
+      new Map([
+        [a1.id, big('9007199254740993')],
+        [b1.id, big('9007199254740992')],
+        [a2.id, big('999999999999999')],
+        [c1.id, big('1000000000000000')],
+      ]),
+    );
+    expect(runs).toEqual([
+      { topic: 't', partition: 0, baseOffset: '999999999999999', ids: [a2.id, c1.id] },
+      { topic: 't', partition: 0, baseOffset: '9007199254740992', ids: [b1.id, a1.id] },
+    ]);
+  });
+
   test('random batches keep the rule’s promises (500 batches)', () => {
     const random = mulberry32(48);
     for (let round = 0; round < 500; round++) {

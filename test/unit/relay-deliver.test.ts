@@ -83,6 +83,23 @@ test('one request per broker; all acknowledged, all published', async () => {
   expect(out).toMatchObject({ rejected: [], failed: [] });
 });
 
+test.each([
+  ['a small offset', '41', ['41', '42']],
+  ['the last offsets exact as numbers', String(2 ** 53 - 2), [String(2 ** 53 - 2), String(2 ** 53 - 1)]],
+  ['offsets past 2^53, exact only as BigInt', '9007199254740993', ['9007199254740993', '9007199254740994']],
+])(
+  'each published row is placed at its partition’s base offset plus its place in the request: %s',
+  async (_, base, offsets) => {
+    const send: SendGroups = async (groups) =>
+      groups.map((g) => ({ topicName: g.topic, partition: g.partition, baseOffset: base }));
+    const out = await deliver(broker(group(2, [row('a'), row('b')])), send, deadline);
+    expect(Object.fromEntries(out.placements)).toEqual({
+      a: { partition: 2, offset: offsets[0] },
+      b: { partition: 2, offset: offsets[1] },
+    });
+  },
+);
+
 test('a refused request is sent again per partition, unchanged, and the refused partition is halved until the row is alone; nothing is appended twice', async () => {
   const kafka = scriptedKafka(['c']);
   const rows = ['a', 'b', 'c', 'd', 'e'].map((id) => row(id));
@@ -238,7 +255,7 @@ test('only refusals for a request’s content count as a row’s fault', () => {
 
 describe.each([
   ['RELAY_MAX_ATTEMPTS', 'maxAttempts', 10, 1000],
-  ['RELAY_CONCURRENCY', 'concurrency', 2, 8],
+  ['RELAY_CONCURRENCY', 'concurrency', 3, 8],
 ] as const)('%s', (name, field, byDefault, max) => {
   test(`defaults to ${byDefault} and reads a whole number`, () => {
     expect(loadConfig({}).relay[field]).toBe(byDefault);

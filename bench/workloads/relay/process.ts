@@ -29,9 +29,28 @@ export function relayEnv(env: Record<string, string>, relayUrl: string): Record<
   return { ...env, DATABASE_URL: relayUrl, RELAY_DATABASE_URL: relayUrl };
 }
 
+/**
+ * BENCH_RELAY_NICE=<1..19>: the relay process runs at that lower CPU priority (its database sessions do not). On a
+ * small box shared with the cycle, the relay's own CPU (kafkajs' encoding) competes with the cycle's; niced, what
+ * is left of the relay's effect on the cycle is its database work, as when the relay runs on a machine of its own.
+ */
+function relayNice(): number | undefined {
+  const nice = process.env.BENCH_RELAY_NICE;
+  if (!nice) return undefined;
+  const value = Number(nice);
+  if (!Number.isInteger(value) || value < 1 || value > 19) {
+    throw new Error(`BENCH_RELAY_NICE=${nice}: expected a whole number from 1 to 19`);
+  }
+  return value;
+}
+
 /** Starts `npm run relay`'s program (`dist`, compiled, or `src` under tsx) and waits for `relay started`. */
 export async function startRelayProcess(kind: string, env: Record<string, string | undefined>): Promise<RelayProcess> {
-  const child = spawn(process.execPath, buildEntryCommand(kind, 'relay'), {
+  const nice = relayNice();
+  const command = [process.execPath, ...buildEntryCommand(kind, 'relay')];
+  // Under nice(1), which execs the relay in its place, so every thread it starts has the lower priority.
+  const [program, ...args] = nice === undefined ? command : ['nice', '-n', String(nice), ...command];
+  const child = spawn(program, args, {
     // At info: its `relay started` line is how this knows it is up, and its `published` lines count rows.
     env: { ...process.env, ...env, METRICS_PORT: '0', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,6 @@
 /** Outbox rows shaped like the cycle's events: one per investor, one or two documents each, in one statement. */
 import type pg from 'pg';
+import type { Queryable } from '../../../src/db/pool';
 import { AGGREGATE_TYPE, CONTRACT_VERSION, EVENT_TYPE, TOPIC } from '../../../src/domain/names';
 
 /**
@@ -40,8 +41,8 @@ export async function seedOutbox(
 }
 
 /** Rows not published yet, of the old outbox and of the insert-only one (`profile.outbox_events_pending`). */
-export async function unpublishedCount(admin: pg.Pool): Promise<number> {
-  const { rows } = await admin.query<{ n: number }>(
+export async function unpublishedCount(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
     `select ((select count(*) from profile.outbox_messages where published_at is null)
           + (select count(*) from profile.outbox_events_pending))::int as n`,
   );
