@@ -17,6 +17,8 @@ export interface BenchOptions {
   ownerGroupSize: number;
   /** `--partitions`: the cycle's partition count; absent: the cycle plans it from the day's due count. */
   partitions?: number;
+  /** `--max-run-minutes`: the cycle's time limit (its `maxRunDurationMs`); absent: its default, 10 minutes. */
+  maxRunMinutes?: number;
   poolSize: number;
   /** `--only`: the paths to run; the workload's paths when absent. */
   only?: string[];
@@ -65,6 +67,7 @@ export const BENCH_USAGE = `usage: npm run bench -- [flags]
   --documents N --owners M --due K --due-owners O   sizes other than the workload's
   --rows N              outbox rows of the relay workload
   --batch-size B --owner-concurrency C --owner-group-size G --partitions K --pool-size P
+  --max-run-minutes M   the cycle's time limit (default its own, 10): a day larger than this box does in 10
   --workers N           worker processes polling the cycle's task queue (1-8, default 1)
   --warm                run the cycle once before the measured one (reported as the worker's first
                         cycle), then close the worker's database sessions (as a day's idle does)
@@ -93,6 +96,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       'owner-concurrency': { type: 'string', default: '500' },
       'owner-group-size': { type: 'string', default: '100' },
       partitions: { type: 'string' },
+      'max-run-minutes': { type: 'string' },
       'pool-size': { type: 'string', default: '20' },
       only: { type: 'string' },
       'as-of': { type: 'string', default: new Date().toISOString().slice(0, 10) },
@@ -114,6 +118,9 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
       "--statements does not go with --compare: it shows where one run spends the database's time, and an older revision does not know the flag",
     );
   const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const maxRunMinutes = optionalNumber(a['max-run-minutes']);
+  if (maxRunMinutes !== undefined && !(maxRunMinutes > 0))
+    throw new Error(`--max-run-minutes must be a number of minutes above 0, got ${a['max-run-minutes']}`);
   const workers = Number(a.workers);
   if (!Number.isInteger(workers) || workers < 1 || workers > 8)
     throw new Error(`--workers must be a whole number from 1 to 8, got ${a.workers}`);
@@ -128,6 +135,7 @@ export function parseBenchOptions(args: string[] = process.argv.slice(2)): Bench
     ownerConcurrency: Number(a['owner-concurrency']),
     ownerGroupSize: Number(a['owner-group-size']),
     partitions: optionalNumber(a.partitions),
+    maxRunMinutes,
     poolSize: Number(a['pool-size']),
     only: a.only?.split(','),
     asOf: a['as-of'],

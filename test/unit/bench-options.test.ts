@@ -39,6 +39,7 @@ test('--help is a flag of its own, and its text names every flag the parser take
     'owner-concurrency',
     'owner-group-size',
     'partitions',
+    'max-run-minutes',
     'pool-size',
     'workers',
     'warm',
@@ -66,4 +67,13 @@ test('an unknown flag or a worker count out of range is refused with what was gi
   );
   expect(() => parseBenchOptions(['--workers', '9'])).toThrow('--workers must be a whole number from 1 to 8, got 9');
   expect(() => parseBenchOptions(['--profile', 'prod'])).toThrow('--profile must be dev or production, got prod');
+});
+
+test('--max-run-minutes gives the cycle a longer time limit; a limit of nothing is refused', () => {
+  expect(parseBenchOptions(['--max-run-minutes', '30']).maxRunMinutes).toBe(30);
+  expect(parseBenchOptions([]).maxRunMinutes).toBeUndefined();
+  for (const bad of ['0', '-5', 'half'])
+    expect(() => parseBenchOptions([`--max-run-minutes=${bad}`])).toThrow(
+      `--max-run-minutes must be a number of minutes above 0, got ${bad}`,
+    );
 });

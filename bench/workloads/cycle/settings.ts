@@ -14,6 +14,8 @@ export interface CycleSettings {
   ownerGroupSize: number;
   /** The cycle's partition count; absent: planned (the baselines do not partition). */
   partitions?: number;
+  /** The cycle's time limit in ms; absent: its default. */
+  maxRunDurationMs?: number;
   /** The worker's pool, and baseline A's. */
   poolSize: number;
   window: CandidateWindow;
@@ -27,6 +29,7 @@ export function cycleSettings(options: BenchOptions): CycleSettings {
     ownerConcurrency: options.ownerConcurrency,
     ownerGroupSize: options.ownerGroupSize,
     ...(options.partitions !== undefined ? { partitions: options.partitions } : {}),
+    ...(options.maxRunMinutes !== undefined ? { maxRunDurationMs: options.maxRunMinutes * 60_000 } : {}),
     poolSize: options.poolSize,
     window: { asOfDate: options.asOf, thresholdsDays: THRESHOLDS, retentionDays: RETENTION },
   };

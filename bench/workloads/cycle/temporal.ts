@@ -51,6 +51,7 @@ export async function temporalCycle(
         ownerConcurrency: s.ownerConcurrency,
         ownerGroupSize: s.ownerGroupSize,
         ...(s.partitions !== undefined ? { partitions: s.partitions } : {}),
+        ...(s.maxRunDurationMs !== undefined ? { maxRunDurationMs: s.maxRunDurationMs } : {}),
       },
     ],
   });
